@@ -1,0 +1,97 @@
+"""What a trace holds: counts, devices, streams, threads, ranks, iterations, span, health."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+
+from opgraph.ingest.table import DEVICE_ACTIVITY_KINDS
+
+STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
+
+
+def find_steps(G: nx.DiGraph, step_regex: str | None = None) -> pd.DataFrame:
+    """Iteration ranges: ``ProfilerStep#N`` host annotations (or names matching
+    ``step_regex``), else ``ProfilerStep#N`` GPU annotations.
+
+    Returns a DataFrame with columns ``eid``, ``name``, ``step`` (N, or the order), ``ts``
+    and ``end`` (ns), sorted by start."""
+    rx = re.compile(step_regex) if step_regex else STEP_RE
+    rows = []
+    for kinds in (("annotation", "cpu_op"), ("gpu_annotation",)):
+        for n, d in G.nodes(data=True):
+            if d["kind"] in kinds and d["name"] and rx.search(d["name"]):
+                m = STEP_RE.match(d["name"])
+                rows.append((n, d["name"], int(m.group(1)) if m else -1, d["ts"], d["ts"] + d["dur"]))
+        if rows:
+            break
+    df = pd.DataFrame(rows, columns=["eid", "name", "step", "ts", "end"]).sort_values(["ts", "eid"])
+    if len(df) and (df["step"] < 0).any():
+        df["step"] = np.arange(len(df))
+    return df.reset_index(drop=True)
+
+
+def _thread_names(ev: pd.DataFrame) -> dict[tuple[Any, Any], str]:
+    meta = ev[(ev["kind"] == "meta") & (ev["name"] == "thread_name")]
+    out = {}
+    for pid, tid, a in zip(meta["pid"], meta["tid"], meta["args"]):
+        if isinstance(a, dict) and "name" in a:
+            out[(pid, tid)] = str(a["name"])
+    return out
+
+
+def trace_info(G: nx.DiGraph) -> dict[str, Any]:
+    """Everything ``opgraph info`` shows, as JSON-ready data (times in µs)."""
+    from opgraph.graph import graph_summary
+
+    s = graph_summary(G)
+    ev: pd.DataFrame = G.graph["events"]
+    nodes = pd.DataFrame.from_dict(dict(G.nodes(data=True)), orient="index",
+                                   columns=["kind", "name", "ts", "dur", "pid", "tid", "device", "stream"])
+    act = nodes[nodes["kind"].isin(DEVICE_ACTIVITY_KINDS)]
+    streams = []
+    if len(act):
+        for (dev, st), grp in act.groupby(["device", "stream"], sort=True):
+            streams.append({"device": int(dev), "stream": int(st), "activities": int(len(grp)),
+                            "busy_us": round(float(grp["dur"].sum()) / 1000.0, 3)})
+    host = nodes[~nodes["kind"].isin(DEVICE_ACTIVITY_KINDS + ("gpu_annotation",))]
+    tnames = _thread_names(ev)
+    threads = []
+    if len(host):
+        cnt = Counter(zip(host["pid"].tolist(), host["tid"].tolist()))
+        for (pid, tid), c in sorted(cnt.items(), key=lambda kv: -kv[1]):
+            threads.append({"pid": pid, "tid": tid, "name": tnames.get((pid, tid)), "events": int(c)})
+    devices = []
+    for d in G.graph.get("device_properties") or []:
+        if isinstance(d, dict):
+            devices.append({"id": d.get("id"), "name": d.get("name"),
+                            "memory_gb": round(d["totalGlobalMem"] / 2**30, 1) if isinstance(d.get("totalGlobalMem"), (int, float)) else None,
+                            "sms": d.get("numSms")})
+    di = G.graph.get("distributed_info") or {}
+    ranks = {"rank": di.get("rank"), "world_size": di.get("world_size"), "backend": di.get("backend")}
+    steps = find_steps(G)
+    span = G.graph.get("span_ns", (0, 0))
+    return {
+        "source": s["source"],
+        "events": s["events"],
+        "events_by_kind": s["events_by_kind"],
+        "nodes": s["nodes"],
+        "nodes_by_kind": s["nodes_by_kind"],
+        "edges": s["edges"],
+        "edges_by_kind": s["edges_by_kind"],
+        "devices": devices,
+        "streams": streams,
+        "threads": threads,
+        "ranks": ranks,
+        "iterations": {"count": int(len(steps)), "names": steps["name"].tolist()[:1000]},
+        "span": {"start_us": span[0] / 1000.0, "end_us": span[1] / 1000.0,
+                 "duration_us": (span[1] - span[0]) / 1000.0},
+        "health": list(G.graph.get("health", [])),
+        "schema_version": G.graph.get("schema_version"),
+        "opgraph_version": G.graph.get("opgraph_version"),
+    }

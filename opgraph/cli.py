@@ -1,0 +1,134 @@
+"""The ``opgraph`` command line: thin click commands over the layers.
+
+Every command that takes a graph accepts a saved graph (``.gpickle``, ``.json.gz``) or a
+raw trace. Bad input prints one line and exits with code 2; never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Callable
+
+import click
+import orjson
+
+from opgraph import __version__
+from opgraph.errors import OpgraphInputError
+
+
+def _fail(msg: str, code: int) -> None:
+    click.echo(f"opgraph: error: {msg}", err=True)
+    sys.exit(code)
+
+
+class _Group(click.Group):
+    """Turns every input error into one line + exit 2, and anything unexpected into one
+    line + exit 1 (set OPGRAPH_DEBUG=1 for the traceback)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except OpgraphInputError as e:
+            _fail(str(e), 2)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException, SystemExit):
+            raise
+        except MemoryError:
+            _fail("out of memory", 1)
+        except KeyboardInterrupt:
+            _fail("interrupted", 130)
+        except BrokenPipeError:
+            sys.exit(0)
+        except Exception as e:  # noqa: BLE001 - the CLI boundary: no traceback reaches users
+            if os.environ.get("OPGRAPH_DEBUG"):
+                raise
+            _fail(f"internal error ({type(e).__name__}: {e}); rerun with OPGRAPH_DEBUG=1 for details", 1)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="opgraph")
+def main() -> None:
+    """Profiler traces as a typed NetworkX DAG: build, inspect, analyse, export."""
+
+
+def load_input(path: str, fmt: str | None = None, label: str = "loading"):
+    """Load a saved graph or build one from a raw trace, with a progress bar on a TTY."""
+    from opgraph.graph.io import load_any
+    from opgraph.progress import phase_progress
+
+    with phase_progress(f"{label} {os.path.basename(path)}") as step:
+        return load_any(path, format=fmt, step=step)
+
+
+def emit_json(doc: Any, schema: str | None = None) -> None:
+    """Print ``doc`` as JSON (validated against ``schemas/<schema>`` when given)."""
+    if schema:
+        from opgraph.schemas_util import validate
+        validate(doc, schema)
+    click.echo(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
+                            | orjson.OPT_SERIALIZE_NUMPY).decode())
+
+
+def _console():
+    from rich.console import Console
+    return Console()
+
+
+# --------------------------------------------------------------------------- build
+@main.command()
+@click.argument("trace", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="Where to save the graph: .gpickle (fast) or .json.gz / .json (node-link).")
+@click.option("--format", "fmt", default=None, help="Force the input format (default: detect by content).")
+def build(trace: str, output: str, fmt: str | None) -> None:
+    """Build the typed DAG of TRACE and save it."""
+    from opgraph.graph.io import save_graph
+    from opgraph.progress import phase_progress
+    from opgraph.graph.io import load_any
+
+    if not (output.endswith(".gpickle") or output.endswith(".json.gz") or output.endswith(".json")):
+        raise OpgraphInputError(output, "unknown output type: use .gpickle, .json.gz or .json")
+    with phase_progress(f"building {os.path.basename(trace)}") as step:
+        G = load_any(trace, format=fmt, step=step)
+        step("save")
+        save_graph(G, output)
+    health = G.graph.get("health", [])
+    click.echo(f"{output}: {G.number_of_nodes()} nodes, {G.number_of_edges()} edges"
+               + (f", {len(health)} trace-health warnings (see `opgraph info`)" if health else ""),
+               err=True)
+
+
+# --------------------------------------------------------------------------- info
+@main.command()
+@click.argument("input", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schemas/info.schema.json).")
+@click.option("--format", "fmt", default=None, help="Force the input format of a raw trace.")
+def info(input: str, as_json: bool, fmt: str | None) -> None:
+    """Counts, devices, streams, threads, iterations, span and trace health of INPUT."""
+    from opgraph.analysis.info import trace_info
+
+    G = load_input(input, fmt)
+    doc = trace_info(G)
+    if as_json:
+        emit_json(doc, "info.schema.json")
+        return
+    from opgraph.export.text import render_info
+    render_info(doc, _console())
+
+
+def _register_optional() -> None:
+    """Commands living in their own modules register themselves on import."""
+    import importlib
+
+    for mod in ("opgraph.commands",):
+        try:
+            importlib.import_module(mod)
+        except ModuleNotFoundError as e:
+            if e.name != mod:
+                raise
+
+
+_register_optional()
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,445 @@
+"""Canonical event table -> typed ``networkx.DiGraph`` (see docs/model.md).
+
+The work is done on numpy arrays (sorted sweeps, merges, searchsorted) and the graph is
+filled in bulk at the end, directly into networkx's adjacency dicts.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections import Counter
+from typing import Any, Callable
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+
+import opgraph
+from opgraph.graph.linking import (
+    BLOCKING_COPY_RE, DEVICE_SYNC_RE, EVENT_SYNC_RE, LAUNCH_API_RE, LAUNCH_FLOW_CATS,
+    STREAM_SYNC_RE, Edges, StreamIndex, bind_points, link_launches,
+)
+from opgraph.graph.nesting import NEST_TOLERANCE_NS, nest_sweep, sibling_pairs
+from opgraph.ingest.table import (
+    DEVICE_ACTIVITY_KINDS, DEVICE_KINDS, HOST_KINDS, NODE_KINDS, NONE_ID, EventTable, HealthItem,
+)
+
+#: A blocking call may return up to this long after the GPU work it awaited ended (ns).
+SYNC_TOLERANCE_NS = 1000
+EDGE_KINDS = ("nest", "host_seq", "launch", "stream_seq", "sync", "event_wait", "flow")
+
+Step = Callable[[str], None]
+
+
+def _noop(_: str) -> None:
+    return None
+
+
+def _device_key(device: np.ndarray, stream: np.ndarray) -> np.ndarray:
+    """One int64 per (device, stream): device in the high bits, stream + 1 in the low 32."""
+    return (device.astype(np.int64) + 1) * (1 << 32) + (stream.astype(np.int64) + 1)
+
+
+def split_device_key(key: int) -> tuple[int, int]:
+    """Inverse of the device key: (device, stream)."""
+    return (key >> 32) - 1, (key & 0xFFFFFFFF) - 1
+
+
+def build_graph(table: EventTable, step: Step = _noop) -> nx.DiGraph:
+    """Build the typed DAG of a trace.
+
+    Parameters
+    ----------
+    table : EventTable
+        A reader's output (times in ns).
+    step : callable, optional
+        Called with a phase name as building proceeds (for progress display).
+
+    Returns
+    -------
+    networkx.DiGraph
+        Nodes are event ids with attributes ``kind``, ``name``, ``ts`` and ``dur`` (ns),
+        ``pid``, ``tid``, ``device``, ``stream``, ``correlation``, ``external_id`` and
+        ``args``; edges carry ``kind`` (one of :data:`EDGE_KINDS`). ``G.graph`` holds the
+        source description, device properties, the canonical ``events`` table, the trace
+        ``span_ns`` and the trace-health list ``health``.
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        return _build(table, step)
+    finally:
+        if was:
+            gc.enable()
+
+
+def _build(table: EventTable, step: Step) -> nx.DiGraph:
+    ev = table.events
+    health: list[HealthItem] = list(table.health)
+
+    def warn(code: str, count: int, example: int | None, message: str) -> None:
+        if count:
+            health.append(HealthItem(code, int(count), None if example is None else int(example), message))
+
+    kind = ev["kind"].to_numpy(dtype=object)
+    ts = ev["ts_ns"].to_numpy()
+    dur = ev["dur_ns"].to_numpy()
+    end = ts + np.maximum(dur, 0)
+    eid = ev["eid"].to_numpy()
+    corr = ev["correlation"].to_numpy()
+    device = ev["device"].to_numpy()
+    stream = ev["stream"].to_numpy()
+    has_ts = ev["has_ts"].to_numpy() if "has_ts" in ev else np.ones(len(ev), dtype=bool)
+    names = ev["name"].to_numpy(dtype=object)
+
+    # lanes: one code per (pid, tid)
+    pid_codes, _ = pd.factorize(ev["pid"].to_numpy(dtype=object))
+    tid_codes, tid_u = pd.factorize(ev["tid"].to_numpy(dtype=object))
+    lane, _ = pd.factorize(pid_codes.astype(np.int64) * (len(tid_u) + 2) + tid_codes + 1)
+    lane = lane.astype(np.int64)
+
+    is_node = np.isin(kind, NODE_KINDS) & has_ts & (dur >= 0)
+    is_host = is_node & np.isin(kind, HOST_KINDS)
+    is_dev = is_node & np.isin(kind, DEVICE_KINDS)
+    is_act = is_node & np.isin(kind, DEVICE_ACTIVITY_KINDS)
+    is_rt = is_node & (kind == "runtime")
+    step("nesting")
+
+    edges: dict[str, list[Edges]] = {k: [] for k in EDGE_KINDS}
+
+    # --- host nesting and program order ---
+    h = np.flatnonzero(is_host)
+    nr = nest_sweep(lane[h], ts[h], end[h])
+    has_p = nr.parent >= 0
+    edges["nest"].append(Edges(eid[h][nr.parent[has_p]], eid[h][has_p]))
+    a, b = sibling_pairs(lane[h], nr.parent, nr.order)
+    edges["host_seq"].append(Edges(eid[h][a], eid[h][b]))
+    if len(nr.crossovers):
+        warn("nesting_crossover", len(nr.crossovers), eid[h][nr.crossovers[0]],
+             "host ranges that end after their parent (crossovers) were nested with their end "
+             "clipped to the parent's for the sweep")
+
+    # --- device lanes: gpu_annotation ranges contain activities; stream order ---
+    dkey = _device_key(device, stream)
+    d = np.flatnonzero(is_dev)
+    dr = nest_sweep(dkey[d], ts[d], end[d], can_parent=(kind[d] == "gpu_annotation"))
+    has_p = dr.parent >= 0
+    edges["nest"].append(Edges(eid[d][dr.parent[has_p]], eid[d][has_p]))
+    act = np.flatnonzero(is_act)
+    o = act[np.lexsort((eid[act], -(dur[act]), ts[act], dkey[act]))]
+    same = dkey[o][1:] == dkey[o][:-1]
+    s_src, s_dst = o[:-1][same], o[1:][same]
+    edges["stream_seq"].append(Edges(eid[s_src], eid[s_dst]))
+    over = end[s_src] > ts[s_dst]
+    if over.any():
+        warn("duration_overflow", int(over.sum()), eid[s_src][over][0],
+             "device activities whose end overlaps the start of the next activity on the same stream")
+    step("launches")
+
+    # --- launches by correlation ---
+    rt = np.flatnonzero(is_rt)
+    pid_obj = ev["pid"].to_numpy(dtype=object)
+    launch, unlinked, n_coll, coll_ex = link_launches(
+        eid[rt], corr[rt], pid_codes[rt], ts[rt], eid[act], corr[act], ts[act])
+    if n_coll:
+        warn("correlation_collision", n_coll, coll_ex,
+             "correlation ids carried by runtime calls of more than one process; each device "
+             "activity was linked to the call that started last before it")
+
+    # --- flows: bind end points, pair s/f, cross-check launches ---
+    step("flows")
+    flow_edges, launch_from_flows, disagree, unbound = _link_flows(ev, kind, lane, ts, end, eid, is_node, launch)
+    if len(launch_from_flows):
+        launch = Edges(np.concatenate([launch.src, launch_from_flows.src]),
+                       np.concatenate([launch.dst, launch_from_flows.dst]))
+        unlinked = np.setdiff1d(unlinked, launch_from_flows.dst)
+    edges["launch"].append(launch)
+    edges["flow"].append(flow_edges)
+    if disagree[0]:
+        warn("flow_launch_mismatch", disagree[0], disagree[1],
+             "launch flows (ac2g) that disagree with the correlation-id link (correlation kept)")
+    if unbound[0]:
+        warn("flow_unbound", unbound[0], unbound[1],
+             "flow end points that bind to no event (no slice starts at or encloses them)")
+    if len(unlinked):
+        warn("kernel_without_launch", len(unlinked), unlinked[0],
+             "device activities whose launching runtime call is absent from the trace")
+    launched_rt = np.unique(launch.src)
+    is_launch_api = np.fromiter((bool(LAUNCH_API_RE.match(n)) if n else False for n in names[rt]),
+                                dtype=bool, count=len(rt))
+    lonely = np.setdiff1d(eid[rt][is_launch_api], launched_rt)
+    if len(lonely):
+        warn("launch_without_kernel", len(lonely), lonely[0],
+             "kernel/copy launch calls with no device activity in the trace (e.g. CUDA-graph "
+             "capture, or activities not recorded)")
+
+    # --- syncs and event waits ---
+    step("syncs")
+    launch_ts = np.full(len(ev), NONE_ID, dtype=np.int64)
+    launch_ts[act] = ts[act]
+    launch_ts[launch.dst] = ts[launch.src]
+    launcher_pid = np.full(len(ev), NONE_ID, dtype=np.int64)
+    launcher_pid[launch.dst] = pid_codes[launch.src]
+    launcher = np.full(len(ev), NONE_ID, dtype=np.int64)
+    launcher[launch.dst] = launch.src
+    sidx = StreamIndex(eid[act], dkey[act], ts[act], end[act], launch_ts[act], launcher_pid[act], launcher[act])
+    sync_e, wait_e = _link_syncs(ev, kind, eid, ts, end, corr, device, stream, names, is_rt, sidx, warn)
+    edges["sync"].append(sync_e)
+    edges["event_wait"].append(wait_e)
+
+    # --- assemble ---
+    step("graph")
+    G = _assemble(ev, is_node, eid, kind, names, ts, dur, device, stream, corr, edges, health_dup=warn)
+    span = (int(ts[is_node].min()), int(end[is_node].max())) if is_node.any() else (0, 0)
+    meta = table.meta
+    G.graph.update({
+        "source": {"format": meta.get("format"), "file": meta.get("file"), "sha256": meta.get("sha256")},
+        "device_properties": meta.get("device_properties", []),
+        "distributed_info": meta.get("distributed_info", {}),
+        "trace_metadata": meta.get("trace_metadata", {}),
+        "schema_version": opgraph.GRAPH_SCHEMA_VERSION,
+        "opgraph_version": opgraph.__version__,
+        "span_ns": span,
+        "health": [hi.to_dict() for hi in health],
+        "events": ev,
+    })
+    return G
+
+
+def _link_flows(ev: pd.DataFrame, kind: np.ndarray, lane: np.ndarray, ts: np.ndarray, end: np.ndarray,
+                eid: np.ndarray, is_node: np.ndarray, launch: Edges
+                ) -> tuple[Edges, Edges, tuple[int, int], tuple[int, int]]:
+    fl = np.flatnonzero(np.isin(kind, ("flow_start", "flow_end")) & (ev["flow_id"].to_numpy() >= 0))
+    if not len(fl):
+        return Edges.empty(), Edges.empty(), (0, -1), (0, -1)
+    nodes = np.flatnonzero(is_node | (kind == "cuda_sync"))
+    bound = bind_points(lane[nodes], ts[nodes], end[nodes], eid[nodes], lane[fl], ts[fl])
+    cats = ev["cat"].to_numpy(dtype=object)[fl]
+    df = pd.DataFrame({"cat": pd.Series(cats).astype(str).to_numpy(), "id": ev["flow_id"].to_numpy()[fl],
+                       "start": kind[fl] == "flow_start", "ev": bound, "ts": ts[fl], "fe": eid[fl]})
+    unb = df["ev"] < 0
+    unbound = (int(unb.sum()), int(df.loc[unb, "fe"].iloc[0]) if unb.any() else -1)
+    df = df[~unb]
+    s = df[df["start"]][["cat", "id", "ev", "ts"]]
+    f = df[~df["start"]][["cat", "id", "ev", "ts"]]
+    m = s.merge(f, on=["cat", "id"], suffixes=("_s", "_f"))
+    if m["ev_f"].duplicated().any():
+        m = m[m["ts_s"] <= m["ts_f"] + NEST_TOLERANCE_NS].sort_values("ts_s").drop_duplicates("ev_f", keep="last")
+    m = m[m["ev_s"] != m["ev_f"]]
+    # flows to cuda_sync events mirror the sync correlation, handled by the sync linker
+    m = m[(kind[m["ev_s"].to_numpy()] != "cuda_sync") & (kind[m["ev_f"].to_numpy()] != "cuda_sync")]
+    is_launch_flow = m["cat"].isin(LAUNCH_FLOW_CATS).to_numpy()
+    lf = m[is_launch_flow]
+    other = m[~is_launch_flow]
+    # keep only launch flows from a runtime call to a device activity
+    k_s = kind[lf["ev_s"].to_numpy()]
+    k_f = kind[lf["ev_f"].to_numpy()]
+    lf = lf[(k_s == "runtime") & np.isin(k_f, DEVICE_ACTIVITY_KINDS)]
+    have = pd.Series(launch.src, index=launch.dst)
+    have = have[~have.index.duplicated()]
+    known = lf["ev_f"].isin(have.index)
+    lf_known = lf[known]
+    mismatch = have.reindex(lf_known["ev_f"]).to_numpy() != lf_known["ev_s"].to_numpy()
+    # a CUDA-graph launch reaches many kernels: a flow to any of them agrees
+    disagree = (int(mismatch.sum()), int(lf_known["ev_s"].to_numpy()[mismatch][0]) if mismatch.any() else -1)
+    new = lf[~known].drop_duplicates("ev_f")
+    flow_edges = Edges(other["ev_s"].to_numpy(np.int64), other["ev_f"].to_numpy(np.int64),
+                       {"cat": other["cat"].to_numpy(dtype=object)})
+    return (flow_edges, Edges(new["ev_s"].to_numpy(np.int64), new["ev_f"].to_numpy(np.int64)),
+            disagree, unbound)
+
+
+def _link_syncs(ev: pd.DataFrame, kind: np.ndarray, eid: np.ndarray, ts: np.ndarray, end: np.ndarray,
+                corr: np.ndarray, device: np.ndarray, stream: np.ndarray, names: np.ndarray,
+                is_rt: np.ndarray, sidx: StreamIndex, warn: Callable[..., None]) -> tuple[Edges, Edges]:
+    tol = SYNC_TOLERANCE_NS
+    rt = np.flatnonzero(is_rt)
+    rt_by_corr: dict[int, int] = {}
+    for c, e in zip(corr[rt].tolist(), eid[rt].tolist()):
+        if c >= 0 and c not in rt_by_corr:
+            rt_by_corr[c] = e
+    s_src: list[int] = []
+    s_dst: list[int] = []
+    s_kind: list[str] = []
+    s_inf: list[bool] = []
+    w_src: list[int] = []
+    w_dst: list[int] = []
+    keys_of_device: dict[int, list[int]] = {}
+    for k in sidx.bounds:
+        keys_of_device.setdefault(int((k >> 32) - 1), []).append(k)
+    all_keys = list(sidx.bounds)
+
+    def add_sync(pos: int, call: int, sk: str, inferred: bool) -> None:
+        if pos >= 0:
+            s_src.append(int(sidx.eid[pos]))
+            s_dst.append(call)
+            s_kind.append(sk)
+            s_inf.append(inferred)
+
+    def key(dev: int, st: int) -> int:
+        return (dev + 1) * (1 << 32) + (st + 1)
+
+    cs = np.flatnonzero(kind == "cuda_sync")
+    unresolved = [0, -1]
+    if len(cs):
+        args = ev["args"].to_numpy(dtype=object)
+        for i in cs.tolist():
+            a = args[i] or {}
+            sk = a.get("cuda_sync_kind", names[i])
+            call = rt_by_corr.get(int(corr[i]), -1)
+            dev = int(device[i])
+            if sk == "Stream Wait Event":
+                rec = rt_by_corr.get(a.get("wait_on_cuda_event_record_corr_id", -1), -1)
+                src_stream = a.get("wait_on_stream", -1)
+                if rec < 0 or src_stream is None or src_stream < 0 or call < 0:
+                    unresolved[0] += 1
+                    unresolved[1] = unresolved[1] if unresolved[1] >= 0 else i
+                    continue
+                p = sidx.last_launched_before(key(dev, int(src_stream)), int(ts[rec]))
+                q = sidx.first_launched_after(key(dev, int(stream[i])), int(ts[call]))
+                if p >= 0 and q >= 0:
+                    w_src.append(int(sidx.eid[p]))
+                    w_dst.append(int(sidx.eid[q]))
+                continue
+            if call < 0:
+                unresolved[0] += 1
+                unresolved[1] = unresolved[1] if unresolved[1] >= 0 else i
+                continue
+            c0, c1 = int(ts[call]), int(end[call])
+            if sk == "Stream Sync":
+                add_sync(sidx.awaited(key(dev, int(stream[i])), c0, c1, tol, call), call, "stream", False)
+            elif sk == "Event Sync":
+                rec = rt_by_corr.get(a.get("wait_on_cuda_event_record_corr_id", -1), -1)
+                src_stream = a.get("wait_on_stream", -1)
+                if rec < 0 or src_stream is None or src_stream < 0:
+                    unresolved[0] += 1
+                    unresolved[1] = unresolved[1] if unresolved[1] >= 0 else i
+                    continue
+                p = sidx.last_launched_before(key(dev, int(src_stream)), int(ts[rec]))
+                add_sync(p, call, "event", False)
+            else:  # Context Sync and anything device-wide
+                for k in keys_of_device.get(dev, all_keys):
+                    add_sync(sidx.awaited(k, c0, c1, tol, call), call, "device", False)
+        if unresolved[0]:
+            warn("sync_unresolved", unresolved[0], unresolved[1],
+                 "cuda_sync events whose host call, event record or stream is unknown (no edge)")
+    else:
+        n_inferred = 0
+        example = -1
+        for i in rt.tolist():
+            nm = names[i] or ""
+            if DEVICE_SYNC_RE.match(nm):
+                mode = "device"
+            elif STREAM_SYNC_RE.match(nm):
+                mode = "stream"
+            elif EVENT_SYNC_RE.match(nm):
+                mode = "event"
+            elif BLOCKING_COPY_RE.match(nm):
+                mode = "memcpy"
+            else:
+                continue
+            c0, c1 = int(ts[i]), int(end[i])
+            if mode == "device":
+                for k in all_keys:
+                    p = sidx.awaited(k, c0, c1, tol, int(eid[i]))
+                    if p >= 0:
+                        add_sync(p, int(eid[i]), mode, True)
+                        n_inferred += 1
+            else:
+                best, best_end = -1, -1
+                for k in all_keys:
+                    p = sidx.awaited(k, c0, c1, tol, int(eid[i]))
+                    if p >= 0 and sidx.end[p] > best_end:
+                        best, best_end = p, int(sidx.end[p])
+                if best >= 0:
+                    add_sync(best, int(eid[i]), mode, True)
+                    n_inferred += 1
+            if example < 0:
+                example = int(eid[i])
+        if n_inferred:
+            warn("cuda_sync_absent", n_inferred, example,
+                 "no cuda_sync events in the trace: sync edges were inferred from synchronising "
+                 "runtime calls (the activity that ended last before each call returned)")
+    sync = Edges(np.array(s_src, dtype=np.int64), np.array(s_dst, dtype=np.int64),
+                 {"sync_kind": np.array(s_kind, dtype=object), "inferred": np.array(s_inf, dtype=bool)})
+    return sync, Edges(np.array(w_src, dtype=np.int64), np.array(w_dst, dtype=np.int64))
+
+
+def _assemble(ev: pd.DataFrame, is_node: np.ndarray, eid: np.ndarray, kind: np.ndarray, names: np.ndarray,
+              ts: np.ndarray, dur: np.ndarray, device: np.ndarray, stream: np.ndarray, corr: np.ndarray,
+              edges: dict[str, list[Edges]], health_dup: Callable[..., None]) -> nx.DiGraph:
+    idx = np.flatnonzero(is_node)
+    ext = ev["external_id"].to_numpy()
+    cols = (eid[idx].tolist(), kind[idx].tolist(), names[idx].tolist(), ts[idx].tolist(), dur[idx].tolist(),
+            ev["pid"].to_numpy(dtype=object)[idx].tolist(), ev["tid"].to_numpy(dtype=object)[idx].tolist(),
+            device[idx].tolist(), stream[idx].tolist(), corr[idx].tolist(), ext[idx].tolist(),
+            ev["args"].to_numpy(dtype=object)[idx].tolist())
+    G = nx.DiGraph()
+    node_attrs = [{"kind": k, "name": n, "ts": t, "dur": du, "pid": p, "tid": ti, "device": dv,
+                   "stream": st, "correlation": c, "external_id": x, "args": ar}
+                  for _e, k, n, t, du, p, ti, dv, st, c, x, ar in zip(*cols)]
+    G._node.update(zip(cols[0], node_attrs))
+    G._succ.update({n: {} for n in cols[0]})
+    G._pred.update({n: {} for n in cols[0]})
+    succ, pred = G._succ, G._pred
+    dup = 0
+    dup_ex = -1
+    for ek in EDGE_KINDS:
+        for e in edges[ek]:
+            if not len(e):
+                continue
+            src = e.src.tolist()
+            dst = e.dst.tolist()
+            if e.attrs:
+                names_ = list(e.attrs)
+                vals = [v.tolist() for v in e.attrs.values()]
+                for j, (u, v) in enumerate(zip(src, dst)):
+                    su = succ[u]
+                    if v in su:
+                        dup += 1
+                        dup_ex = u
+                        continue
+                    dd = {"kind": ek}
+                    for nm, vv in zip(names_, vals):
+                        dd[nm] = vv[j]
+                    su[v] = dd
+                    pred[v][u] = dd
+            else:
+                for u, v in zip(src, dst):
+                    su = succ[u]
+                    if v in su:
+                        dup += 1
+                        dup_ex = u
+                        continue
+                    dd = {"kind": ek}
+                    su[v] = dd
+                    pred[v][u] = dd
+    if dup:
+        health_dup("parallel_edge", dup, dup_ex, "node pairs linked twice; the first edge kind was kept")
+    return G
+
+
+def edge_kind_counts(G: nx.DiGraph) -> Counter:
+    """Number of edges of each kind."""
+    return Counter(d["kind"] for _, _, d in G.edges(data=True))
+
+
+def node_kind_counts(G: nx.DiGraph) -> Counter:
+    """Number of nodes of each kind."""
+    return Counter(d["kind"] for _, d in G.nodes(data=True))
+
+
+def graph_summary(G: nx.DiGraph) -> dict[str, Any]:
+    """Counts and metadata of a built graph (the content of ``opgraph info``)."""
+    ev: pd.DataFrame = G.graph.get("events")
+    nodes = node_kind_counts(G)
+    summary: dict[str, Any] = {
+        "source": G.graph.get("source", {}),
+        "events": int(len(ev)) if ev is not None else None,
+        "events_by_kind": {str(k): int(v) for k, v in ev["kind"].value_counts().items() if v} if ev is not None else {},
+        "nodes": G.number_of_nodes(),
+        "nodes_by_kind": dict(sorted(nodes.items())),
+        "edges": G.number_of_edges(),
+        "edges_by_kind": dict(sorted(edge_kind_counts(G).items())),
+    }
+    return summary

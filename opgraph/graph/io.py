@@ -1,0 +1,350 @@
+"""Saving and loading graphs: ``.gpickle`` (safe, allow-listed unpickling) and node-link
+``.json.gz`` / ``.json`` (validated by ``schemas/opgraph-graph.schema.json``).
+
+The pickle is a pickle of the ``networkx.DiGraph``. A graph built by opgraph is reduced
+to columns (numpy arrays) instead of millions of small dicts, which makes saving and
+loading several times faster; any other graph pickles the ordinary way. Loading goes
+through :class:`SafeUnpickler`, which refuses every global outside a fixed allow-list, so
+a hostile file cannot run code.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import pickle
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+import numpy as np
+import orjson
+import pandas as pd
+
+from opgraph.errors import OpgraphInputError
+from opgraph.ingest.table import ALL_KINDS
+
+GRAPH_SUFFIXES = (".gpickle", ".json.gz", ".json")
+_NODE_KEYS = ("kind", "name", "ts", "dur", "pid", "tid", "device", "stream", "correlation",
+              "external_id", "args")
+_PICKLE_MAGIC = "opgraph-columns-v1"
+
+
+# --------------------------------------------------------------------------- pickle
+def _rebuild_digraph(payload: dict) -> nx.DiGraph:
+    """Inverse of :func:`_reduce_digraph` (allow-listed for unpickling)."""
+    if payload.get("magic") != _PICKLE_MAGIC:
+        raise ValueError("not an opgraph column payload")
+    G = nx.DiGraph()
+    G.graph.update(payload["graph"])
+    ids = payload["nodes"].tolist()
+    cols = payload["node_cols"]
+    ev = G.graph.get("events")
+    args = ev["args"].to_numpy(dtype=object)[payload["nodes"]].tolist() if ev is not None else [None] * len(ids)
+    kind_u, kind_c = cols["kind"]
+    name_u, name_c = cols["name"]
+    pid_u, pid_c = cols["pid"]
+    tid_u, tid_c = cols["tid"]
+    kinds = kind_u[kind_c].tolist()
+    names = name_u[name_c].tolist()
+    pids = pid_u[pid_c].tolist()
+    tids = tid_u[tid_c].tolist()
+    G._node.update(zip(ids, [
+        {"kind": k, "name": n, "ts": t, "dur": d, "pid": p, "tid": ti, "device": dv, "stream": st,
+         "correlation": c, "external_id": x, "args": a}
+        for k, n, t, d, p, ti, dv, st, c, x, a in zip(
+            kinds, names, cols["ts"].tolist(), cols["dur"].tolist(), pids, tids, cols["device"].tolist(),
+            cols["stream"].tolist(), cols["correlation"].tolist(), cols["external_id"].tolist(), args)]))
+    G._succ.update({n: {} for n in ids})
+    G._pred.update({n: {} for n in ids})
+    succ, pred = G._succ, G._pred
+    ekinds_u, ekinds_c = payload["edge_kind"]
+    src = payload["src"].tolist()
+    dst = payload["dst"].tolist()
+    ek = ekinds_u[ekinds_c].tolist()
+    extra = payload["edge_extra"]  # {position: {attr: value}}
+    for j, (u, v, k) in enumerate(zip(src, dst, ek)):
+        d = {"kind": k}
+        succ[u][v] = d
+        pred[v][u] = d
+    for j, attrs in extra.items():
+        succ[src[j]][dst[j]].update(attrs)
+    return G
+
+
+def _factorize(values: list) -> tuple[np.ndarray, np.ndarray]:
+    codes, uniques = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=False)
+    return np.asarray(uniques, dtype=object), codes.astype(np.int32)
+
+
+def _columnar(G: nx.DiGraph) -> dict | None:
+    """Column payload of an opgraph-built graph, or None when the graph has other shapes
+    (then it pickles the ordinary way)."""
+    ev = G.graph.get("events")
+    if not isinstance(ev, pd.DataFrame) or "args" not in ev:
+        return None
+    nodes = list(G._node)
+    attrs = list(G._node.values())
+    if not all(type(n) is int for n in nodes):
+        return None
+    if any(len(d) != len(_NODE_KEYS) for d in attrs):
+        return None
+    try:
+        node_arr = np.array(nodes, dtype=np.int64)
+        args_col = ev["args"].to_numpy(dtype=object)[node_arr]
+        if not all(d["args"] is a for d, a in zip(attrs, args_col)):
+            return None
+        cols: dict[str, Any] = {}
+        for k in ("ts", "dur", "device", "stream", "correlation", "external_id"):
+            cols[k] = np.array([d[k] for d in attrs], dtype=np.int64)
+        for k in ("kind", "name", "pid", "tid"):
+            cols[k] = _factorize([d[k] for d in attrs])
+    except (KeyError, TypeError, ValueError, OverflowError, IndexError):
+        return None
+    src, dst, ek, extra = [], [], [], {}
+    j = 0
+    for u, nbrs in G._succ.items():
+        for v, d in nbrs.items():
+            src.append(u)
+            dst.append(v)
+            ek.append(d.get("kind"))
+            if len(d) != 1 or "kind" not in d:
+                extra[j] = {k: val for k, val in d.items() if k != "kind"}
+            j += 1
+    graph = dict(G.graph)
+    return {"magic": _PICKLE_MAGIC, "graph": graph, "nodes": node_arr, "node_cols": cols,
+            "src": np.array(src, dtype=np.int64), "dst": np.array(dst, dtype=np.int64),
+            "edge_kind": _factorize(ek), "edge_extra": extra}
+
+
+class _GraphPickler(pickle.Pickler):
+    def reducer_override(self, obj: Any) -> Any:
+        if type(obj) is nx.DiGraph:
+            payload = _columnar(obj)
+            if payload is not None:
+                return _rebuild_digraph, (payload,)
+        return NotImplemented
+
+
+#: (module, name) pairs a .gpickle may reference. Everything else is refused.
+ALLOWED_GLOBALS = frozenset({
+    ("opgraph.graph.io", "_rebuild_digraph"),
+    ("networkx.classes.digraph", "DiGraph"),
+    ("builtins", "slice"), ("builtins", "set"), ("builtins", "frozenset"), ("builtins", "complex"),
+    ("numpy", "dtype"), ("numpy", "ndarray"),
+    ("numpy._core.multiarray", "_reconstruct"), ("numpy.core.multiarray", "_reconstruct"),
+    ("numpy._core.multiarray", "scalar"), ("numpy.core.multiarray", "scalar"),
+    ("numpy._core.numeric", "_frombuffer"), ("numpy.core.numeric", "_frombuffer"),
+    ("pandas", "Categorical"), ("pandas", "CategoricalDtype"), ("pandas", "DataFrame"),
+    ("pandas", "Index"), ("pandas", "RangeIndex"), ("pandas", "StringDtype"),
+    ("pandas.arrays", "StringArray"), ("pandas.core.frame", "DataFrame"),
+    ("pandas._libs.arrays", "__pyx_unpickle_NDArrayBacked"),
+    ("pandas._libs.internals", "_unpickle_block"),
+    ("pandas.core.indexes.base", "_new_Index"),
+    ("pandas.core.internals.managers", "BlockManager"),
+    ("pandas.core.arrays.categorical", "Categorical"),
+    ("pandas.core.dtypes.dtypes", "CategoricalDtype"),
+    ("pandas.core.indexes.range", "RangeIndex"),
+    ("pandas.core.indexes.base", "Index"),
+})
+
+
+class SafeUnpickler(pickle.Unpickler):
+    """Unpickler that only resolves the globals in :data:`ALLOWED_GLOBALS`."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in ALLOWED_GLOBALS:
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(f"refused global {module}.{name}: not on opgraph's allow-list")
+
+
+def save_gpickle(G: nx.DiGraph, path: str | Path) -> None:
+    """Write ``G`` as a pickle (protocol 5)."""
+    import gc
+
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        with open(path, "wb") as fh:
+            _GraphPickler(fh, protocol=5).dump(G)
+    finally:
+        if was:
+            gc.enable()
+
+
+def load_gpickle(path: str | Path) -> nx.DiGraph:
+    """Read a ``.gpickle`` through :class:`SafeUnpickler`; bad files raise
+    :class:`OpgraphInputError`."""
+    p = str(path)
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as e:
+        raise OpgraphInputError(p, f"cannot read: {e.strerror or e}") from None
+    if not data:
+        raise OpgraphInputError(p, "empty file")
+    import gc
+
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        G = SafeUnpickler(io.BytesIO(data)).load()
+    except pickle.UnpicklingError as e:
+        raise OpgraphInputError(p, f"unsafe or corrupt pickle: {e}") from None
+    except (EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError, ImportError) as e:
+        raise OpgraphInputError(p, f"corrupt or truncated pickle ({type(e).__name__}: {e})") from None
+    finally:
+        if was:
+            gc.enable()
+    if not isinstance(G, nx.DiGraph):
+        raise OpgraphInputError(p, f"pickle holds a {type(G).__name__}, not a networkx DiGraph")
+    return G
+
+
+# --------------------------------------------------------------------------- node-link JSON
+_EVENT_INT_COLS = ("eid", "ts_ns", "dur_ns", "device", "stream", "correlation", "external_id", "rf_id",
+                   "flow_id", "rank")
+
+
+def events_to_columns(ev: pd.DataFrame) -> dict[str, list]:
+    """The canonical table as JSON-ready columns (lists)."""
+    out: dict[str, list] = {}
+    for c in ev.columns:
+        s = ev[c]
+        if isinstance(s.dtype, pd.CategoricalDtype):
+            out[c] = [None if pd.isna(v) else v for v in s.astype(object).tolist()]
+        else:
+            out[c] = s.tolist()
+    return out
+
+
+def events_from_columns(cols: dict[str, list]) -> pd.DataFrame:
+    """Inverse of :func:`events_to_columns` (restores dtypes)."""
+    data: dict[str, Any] = {}
+    for c, vals in cols.items():
+        if c in _EVENT_INT_COLS:
+            data[c] = np.array(vals, dtype=np.int64)
+        elif c == "kind":
+            data[c] = pd.Categorical(vals, categories=list(ALL_KINDS))
+        elif c in ("cat", "ph"):
+            arr = np.array(vals, dtype=object)
+            codes, uniques = pd.factorize(arr)
+            data[c] = pd.Categorical.from_codes(codes, categories=pd.Index(uniques, dtype=object))
+        elif c == "has_ts":
+            data[c] = np.array(vals, dtype=bool)
+        else:
+            data[c] = np.array(vals, dtype=object) if vals else np.array([], dtype=object)
+    return pd.DataFrame(data)
+
+
+def to_node_link(G: nx.DiGraph) -> dict[str, Any]:
+    """Node-link document (``schemas/opgraph-graph.schema.json``)."""
+    graph = {k: v for k, v in G.graph.items() if k != "events"}
+    if "span_ns" in graph:
+        graph["span_ns"] = list(graph["span_ns"])
+    doc: dict[str, Any] = {
+        "directed": True, "multigraph": False, "graph": graph,
+        "nodes": [{"id": n, **d} for n, d in G.nodes(data=True)],
+        "edges": [{"source": u, "target": v, **d} for u, v, d in G.edges(data=True)],
+    }
+    ev = G.graph.get("events")
+    if isinstance(ev, pd.DataFrame):
+        doc["events"] = events_to_columns(ev)
+    return doc
+
+
+def from_node_link(doc: dict[str, Any]) -> nx.DiGraph:
+    """Inverse of :func:`to_node_link`."""
+    G = nx.DiGraph()
+    G.graph.update(doc.get("graph", {}))
+    if "span_ns" in G.graph:
+        G.graph["span_ns"] = tuple(G.graph["span_ns"])
+    ev = events_from_columns(doc["events"]) if "events" in doc else None
+    if ev is not None:
+        G.graph["events"] = ev
+    G.add_nodes_from((d["id"], {k: v for k, v in d.items() if k != "id"}) for d in doc["nodes"])
+    if ev is not None:  # share args objects with the table, as a fresh build does
+        args = ev["args"].to_numpy(dtype=object)
+        for n, d in G._node.items():
+            if "args" in d and 0 <= n < len(args):
+                d["args"] = args[n]
+    G.add_edges_from((d["source"], d["target"], {k: v for k, v in d.items() if k not in ("source", "target")})
+                     for d in doc["edges"])
+    return G
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, (set, frozenset, tuple)):
+        return list(o)
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def save_node_link(G: nx.DiGraph, path: str | Path) -> None:
+    """Write node-link JSON, gzip-compressed when the name ends in ``.gz``."""
+    data = orjson.dumps(to_node_link(G), default=_json_default,
+                        option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY)
+    if str(path).endswith(".gz"):
+        data = gzip.compress(data, compresslevel=6)
+    Path(path).write_bytes(data)
+
+
+def load_node_link(path: str | Path) -> nx.DiGraph:
+    """Read (and validate) node-link JSON written by :func:`save_node_link`."""
+    return load_any(path)
+
+
+def save_graph(G: nx.DiGraph, path: str | Path) -> None:
+    """Save by extension: ``.gpickle`` or node-link ``.json[.gz]``."""
+    s = str(path)
+    if s.endswith(".gpickle"):
+        save_gpickle(G, path)
+    elif s.endswith(".json.gz") or s.endswith(".json"):
+        save_node_link(G, path)
+    else:
+        raise OpgraphInputError(s, "unknown output type: use .gpickle, .json.gz or .json")
+
+
+def load_any(path: str | Path, format: str | None = None, step=None) -> nx.DiGraph:
+    """A graph from a saved graph (``.gpickle``, node-link JSON) or any raw trace.
+
+    ``format`` forces a trace format; ``step(phase)`` reports progress."""
+    from opgraph.graph.build import build_graph
+    from opgraph.ingest import detect_format, read_trace_doc
+    from opgraph.ingest.kineto import parse_json
+    from opgraph.ingest.source import SQLITE_MAGIC, read_source
+
+    step = step or (lambda _p: None)
+    p = str(path)
+    if p.endswith(".gpickle"):
+        return load_gpickle(p)
+    step("read")
+    src = read_source(p)
+    if src.data[:1] == b"\x80" and not src.compressed:
+        return load_gpickle(p)
+    if src.data.startswith(SQLITE_MAGIC):
+        doc = None
+    else:
+        step("parse")
+        doc = parse_json(src)
+        if format is None and detect_format(src.data, doc) == "opgraph-graph":
+            from opgraph.schemas_util import validation_error
+            sample = dict(doc)
+            sample["nodes"] = sample.get("nodes", [])[:2000]
+            sample["edges"] = sample.get("edges", [])[:2000]
+            sample.pop("events", None)
+            err = validation_error(sample, "opgraph-graph.schema.json")
+            if err:
+                raise OpgraphInputError(p, f"not a valid opgraph graph document: {err}")
+            try:
+                return from_node_link(doc)
+            except (KeyError, TypeError, ValueError) as e:
+                raise OpgraphInputError(p, f"corrupt graph document ({type(e).__name__}: {e})") from None
+    step("table")
+    table = read_trace_doc(src, doc, format)
+    return build_graph(table, step)

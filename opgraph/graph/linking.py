@@ -1,0 +1,180 @@
+"""Cross-lane links: launches (correlation, per process), flows, syncs and event waits.
+
+All functions work on numpy arrays of the canonical table and return edge arrays of
+event ids (``eid``), so that the builder can add them in bulk.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from opgraph.ingest.table import NONE_ID
+
+#: Runtime APIs that enqueue device work (CUDA, driver, HIP).
+LAUNCH_API_RE = re.compile(
+    r"^(cuda|hip|cu)(LaunchKernel|LaunchKernelExC|LaunchKernelEx|LaunchCooperativeKernel|"
+    r"ExtModuleLaunchKernel|ModuleLaunchKernel|ExtLaunchKernel|LaunchKernelEx_?|"
+    r"GraphLaunch|Memcpy\w*|Memset\w*|LaunchHostFunc)(_v\d+|_ptsz|_spt)?$")
+#: Runtime APIs that block the host until device work completes.
+DEVICE_SYNC_RE = re.compile(r"^(cuda|hip|cu)(DeviceSynchronize|CtxSynchronize)(_v\d+)?$")
+STREAM_SYNC_RE = re.compile(r"^(cuda|hip|cu)(StreamSynchronize)(_v\d+|_ptsz)?$")
+EVENT_SYNC_RE = re.compile(r"^(cuda|hip|cu)(EventSynchronize)(_v\d+)?$")
+BLOCKING_COPY_RE = re.compile(r"^(cudaMemcpy|cudaMemcpy2D|cudaMemcpy3D|cudaMemset|hipMemcpy|hipMemset|"
+                              r"hipMemcpyWithStream|cuMemcpy[HD]to[HD](_v2)?|cudaMemcpyToSymbol|"
+                              r"cudaMemcpyFromSymbol|hipMemcpyToSymbol|hipMemcpyFromSymbol)$")
+#: Flow categories that mirror the launch correlation.
+LAUNCH_FLOW_CATS = frozenset({"ac2g", "async", "async_gpu", "async_cpu_to_gpu"})
+
+
+@dataclass
+class Edges:
+    """Edge arrays (eids) of one kind plus optional per-edge attributes."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    attrs: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @staticmethod
+    def empty() -> "Edges":
+        return Edges(np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+
+def link_launches(rt_eid: np.ndarray, rt_corr: np.ndarray, rt_pid: np.ndarray, rt_ts: np.ndarray,
+                  dev_eid: np.ndarray, dev_corr: np.ndarray, dev_ts: np.ndarray
+                  ) -> tuple[Edges, np.ndarray, int, int]:
+    """Runtime call -> device activity by correlation id.
+
+    Correlation ids are unique per process. When one id is carried by runtime calls of
+    several processes (a collision), the device activity is linked to the candidate that
+    started last at or before it (the one that can have launched it).
+
+    Returns (edges, unlinked device eids with a correlation, number of colliding ids,
+    example eid of a collision or -1).
+    """
+    have = rt_corr >= 0
+    rt = pd.DataFrame({"corr": rt_corr[have], "rt": rt_eid[have], "rt_ts": rt_ts[have]})
+    dmask = dev_corr >= 0
+    dv = pd.DataFrame({"corr": dev_corr[dmask], "dev": dev_eid[dmask], "dev_ts": dev_ts[dmask]})
+    dup = rt["corr"].duplicated(keep=False)
+    n_coll = int(rt.loc[dup, "corr"].nunique())
+    coll_example = int(rt.loc[dup, "rt"].iloc[0]) if n_coll else -1
+    if n_coll:
+        m = dv.merge(rt, on="corr", how="inner")
+        multi = m["dev"].duplicated(keep=False)
+        single = m[~multi]
+        cand = m[multi]
+        ok = cand[cand["rt_ts"] <= cand["dev_ts"]]
+        best = ok.sort_values(["dev", "rt_ts"]).drop_duplicates("dev", keep="last")
+        lost = set(cand["dev"]) - set(best["dev"])
+        if lost:  # clock skew: fall back to the nearest start
+            rest = cand[cand["dev"].isin(lost)].copy()
+            rest["gap"] = (rest["rt_ts"] - rest["dev_ts"]).abs()
+            best = pd.concat([best, rest.sort_values(["dev", "gap"]).drop_duplicates("dev")])
+        m = pd.concat([single, best])
+    else:
+        m = dv.merge(rt, on="corr", how="inner")
+    e = Edges(m["rt"].to_numpy(np.int64), m["dev"].to_numpy(np.int64))
+    unlinked = np.setdiff1d(dev_eid[dmask], e.dst)
+    return e, unlinked, n_coll, coll_example
+
+
+def bind_points(ev_lane: np.ndarray, ev_ts: np.ndarray, ev_end: np.ndarray, ev_eid: np.ndarray,
+                pt_lane: np.ndarray, pt_ts: np.ndarray) -> np.ndarray:
+    """Bind flow end points (lane, ts) to events: the innermost event on the lane that starts
+    exactly at ts, else the innermost event that encloses ts (Chrome's ``bp: "e"``
+    binding). Returns eids, -1 where nothing binds.
+
+    ``ev_*`` are node events (any order), ``pt_*`` the points. Lanes are int codes.
+    """
+    if len(pt_ts) == 0 or len(ev_ts) == 0:
+        return np.full(len(pt_ts), -1, dtype=np.int64)
+    # sort events by (lane, ts, shortest last) so the last match of a start is innermost
+    o = np.lexsort((-(ev_end - ev_ts), ev_ts, ev_lane))
+    L, T, E, I = ev_lane[o], ev_ts[o], ev_end[o], ev_eid[o]
+    out = np.full(len(pt_ts), -1, dtype=np.int64)
+    key_ev = pd.MultiIndex.from_arrays([L, T])
+    key_pt = pd.MultiIndex.from_arrays([pt_lane, pt_ts])
+    # exact starts: keep the innermost (last in sort order) per (lane, ts)
+    last = ~pd.Index(key_ev).duplicated(keep="last")
+    exact_idx = pd.MultiIndex.from_arrays([L[last], T[last]]).get_indexer(key_pt)
+    hit = exact_idx >= 0
+    out[hit] = I[last][exact_idx[hit]]
+    # enclosing: the latest-starting event on the lane that starts before ts and ends after
+    miss = np.flatnonzero(~hit)
+    if len(miss):
+        # position of the last event with (lane, ts) <= point, then walk back a little
+        lane_start = np.searchsorted(L, pt_lane[miss], side="left")
+        lane_end = np.searchsorted(L, pt_lane[miss], side="right")
+        for j, p in enumerate(miss):
+            lo, hi = lane_start[j], lane_end[j]
+            if lo == hi:
+                continue
+            k = lo + np.searchsorted(T[lo:hi], pt_ts[p], side="right") - 1
+            steps = 0
+            while k >= lo and steps < 64:
+                if E[k] >= pt_ts[p]:
+                    out[p] = I[k]
+                    break
+                k -= 1
+                steps += 1
+    return out
+
+
+class StreamIndex:
+    """Per-(device, stream) arrays of device activities in stream order, for sync and
+    event-wait queries.
+
+    ``launch_ts`` is the start of the launching runtime call (ns), or the activity's own
+    start when no launch is known; ``end`` is the activity end (ns)."""
+
+    def __init__(self, eid: np.ndarray, key: np.ndarray, start: np.ndarray, end: np.ndarray,
+                 launch_ts: np.ndarray, launcher_pid: np.ndarray, launcher: np.ndarray | None = None):
+        o = np.lexsort((eid, start, key))
+        self.eid, self.key, self.start, self.end = eid[o], key[o], start[o], end[o]
+        # launches are FIFO per stream; a running max makes the search monotone
+        self.launch_ts = launch_ts[o]
+        self.launch_max = self.launch_ts.copy()
+        self.launcher_pid = launcher_pid[o]
+        self.launcher = launcher[o] if launcher is not None else np.full(len(o), -1, dtype=np.int64)
+        self.keys, first = np.unique(self.key, return_index=True)
+        self.bounds = dict(zip(self.keys.tolist(), zip(first.tolist(), np.append(first[1:], len(o)).tolist())))
+        for lo, hi in self.bounds.values():
+            self.launch_max[lo:hi] = np.maximum.accumulate(self.launch_ts[lo:hi])
+        self.end_max = self.end.copy()
+        for lo, hi in self.bounds.values():
+            self.end_max[lo:hi] = np.maximum.accumulate(self.end[lo:hi])
+
+    def last_launched_before(self, key: int, t: int) -> int:
+        """Position of the last activity on ``key`` launched at or before ``t``; -1 if none."""
+        b = self.bounds.get(key)
+        if b is None:
+            return -1
+        lo, hi = b
+        k = lo + int(np.searchsorted(self.launch_max[lo:hi], t, side="right")) - 1
+        return k if k >= lo else -1
+
+    def first_launched_after(self, key: int, t: int) -> int:
+        """Position of the first activity on ``key`` launched at or after ``t``; -1 if none."""
+        b = self.bounds.get(key)
+        if b is None:
+            return -1
+        lo, hi = b
+        k = lo + int(np.searchsorted(self.launch_max[lo:hi], t, side="left"))
+        return k if k < hi else -1
+
+    def awaited(self, key: int, call_start: int, call_end: int, tol: int, call: int = -1) -> int:
+        """The activity on ``key`` a blocking call starting at ``call_start`` and returning
+        at ``call_end`` waited for: launched at or before the call started (and not by the
+        call itself, eid ``call``) and ended last at or before the return (+tol). -1 if none."""
+        k = self.last_launched_before(key, call_start)
+        lo = self.bounds[key][0] if k >= 0 else 0
+        while k >= lo and (self.end[k] > call_end + tol or (call >= 0 and self.launcher[k] == call)):
+            k -= 1
+        return k if k >= lo and k >= 0 else -1

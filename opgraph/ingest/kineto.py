@@ -1,0 +1,397 @@
+"""PyTorch profiler (Kineto) Chrome-trace JSON -> canonical event table.
+
+Reads ``.json`` / ``.json.gz``, the ``{"traceEvents": [...]}`` object and the bare-array
+form, old (2021: ``Operator/Runtime/Kernel/Memcpy/Memset``) and new category names, ROCm
+and MTIA categories, string pids/tids (``"stream 7"``), flows and instant events.
+
+Timestamps: Kineto writes µs, as integers or as decimals with up to 3 fractional digits.
+At epoch magnitude (~1.7e15 µs) a float64 cannot hold the ns digits, so when any ``ts`` is
+fractional the exact integer ns are taken from the decimal *text* of the file (rounded to
+the nearest ns, never truncated). ``displayTimeUnit`` is never used to infer units.
+"""
+
+from __future__ import annotations
+
+import gc
+import re
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+import numpy as np
+import orjson
+import pandas as pd
+
+from opgraph.errors import OpgraphInputError
+from opgraph.ingest.source import SourceBytes, read_source
+from opgraph.ingest.table import NONE_ID, EventTable
+
+#: Category -> canonical kind for complete (``X``) events.
+CATEGORY_KIND: dict[str, str] = {
+    "cpu_op": "cpu_op", "Operator": "cpu_op", "operator": "cpu_op",
+    "user_annotation": "annotation", "User Annotation": "annotation",
+    "python_function": "python", "python": "python",
+    "cuda_runtime": "runtime", "Runtime": "runtime", "cuda_driver": "runtime",
+    "hip_runtime": "runtime", "hip_driver": "runtime", "mtia_runtime": "runtime",
+    "kernel": "kernel", "Kernel": "kernel", "mtia_ccp_events": "kernel",
+    "gpu_memcpy": "memcpy", "Memcpy": "memcpy",
+    "gpu_memset": "memset", "Memset": "memset",
+    "gpu_user_annotation": "gpu_annotation",
+    "cuda_sync": "cuda_sync",
+    "Trace": "trace_span",
+    "cuda_profiler_range": "other", "overhead": "other",
+}
+#: Categories whose X events are known and deliberately not nodes.
+_KNOWN_NON_NODE_CATS = {"cuda_profiler_range", "overhead", "Trace", "cuda_sync"}
+_FLOW_PH = {"s": "flow_start", "t": "flow_end", "f": "flow_end"}
+_INSTANT_PH = {"i", "I", "n", "R"}
+_STANDARD_KEYS = frozenset({"ph", "cat", "name", "pid", "tid", "ts", "dur", "args", "id", "bp"})
+_STEP_RE = re.compile(r"^ProfilerStep#\d+$")
+_STREAM_TID_RE = re.compile(r"^stream\s+(\d+)")
+_TS_TEXT_RE = re.compile(rb'"ts"\s*:\s*(-?[0-9][0-9.eE+-]*)')
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic GC while millions of container objects are allocated (2-3x faster)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _json_error(path: str, data: bytes, err: orjson.JSONDecodeError) -> OpgraphInputError:
+    pos = getattr(err, "pos", None)
+    if pos is not None and pos >= len(data.rstrip()) - 1:
+        return OpgraphInputError(path, f"truncated JSON: the file ends at byte {len(data)} "
+                                       f"before the document is complete")
+    msg = str(err).split(":")[0]
+    where = f" at line {err.lineno}, column {err.colno}" if hasattr(err, "lineno") else ""
+    if data.lstrip()[:1] not in (b"{", b"["):
+        return OpgraphInputError(path, "not JSON (and not a known trace format)")
+    return OpgraphInputError(path, f"invalid JSON{where}: {msg}")
+
+
+def parse_json(src: SourceBytes) -> Any:
+    """Decode JSON bytes with orjson, mapping failures to a one-line input error."""
+    with _gc_paused():
+        try:
+            return orjson.loads(src.data)
+        except orjson.JSONDecodeError as e:
+            raise _json_error(src.path, src.data, e) from None
+
+
+def read_kineto(path: str, src: SourceBytes | None = None, doc: Any = None) -> EventTable:
+    """Read a Kineto trace file into an :class:`EventTable` (times in ns)."""
+    if src is None:
+        src = read_source(path)
+    if doc is None:
+        doc = parse_json(src)
+    if isinstance(doc, dict):
+        if "traceEvents" not in doc:
+            raise OpgraphInputError(src.path, "missing 'traceEvents': not a Kineto/Chrome trace")
+        events = doc["traceEvents"]
+        top = {k: v for k, v in doc.items() if k != "traceEvents"}
+    elif isinstance(doc, list):
+        events, top = doc, {}
+    else:
+        raise OpgraphInputError(src.path, "top-level JSON value is neither an object nor an array")
+    if not isinstance(events, list):
+        raise OpgraphInputError(src.path, f"'traceEvents' is {type(events).__name__}, expected a list")
+    with _gc_paused():
+        table = _events_to_table(src, events)
+    meta = {
+        "format": "kineto",
+        "file": src.path,
+        "sha256": src.sha256,
+        "device_properties": top.pop("deviceProperties", None) or [],
+        "distributed_info": top.pop("distributedInfo", None) or {},
+        "trace_metadata": top,
+    }
+    table.meta.update(meta)
+    rank = meta["distributed_info"].get("rank") if isinstance(meta["distributed_info"], dict) else None
+    if isinstance(rank, int):
+        table.events["rank"] = np.int64(rank)
+    _post_checks(table)
+    return table
+
+
+def _bad(path: str, idx: int, problem: str) -> OpgraphInputError:
+    return OpgraphInputError(path, problem, event_index=idx)
+
+
+def _first_bad(path: str, values: list, field: str, ok: tuple[type, ...],
+               required_mask: np.ndarray | None, expected: str) -> None:
+    """Raise on the first value of ``field`` whose type is not in ``ok`` (slow path, only
+    reached when a fast type scan found a problem)."""
+    for i, v in enumerate(values):
+        if type(v) in ok:
+            continue
+        if v is None:
+            if required_mask is not None and required_mask[i]:
+                raise _bad(path, i, f"'{field}' is missing")
+            continue
+        raise _bad(path, i, f"'{field}' has the wrong type ({type(v).__name__} {v!r:.40}), "
+                            f"expected {expected}")
+
+
+def _check_types(path: str, values: list, field: str, ok: tuple[type, ...],
+                 required_mask: np.ndarray | None = None, expected: str = "a number") -> bool:
+    """Fast type scan of a column; raises a one-line error on the first bad value.
+
+    Returns True when some values are None (absent)."""
+    types = set(map(type, values))
+    has_none = type(None) in types
+    types.discard(type(None))
+    if not types <= set(ok):
+        _first_bad(path, values, field, ok, None, expected)
+    if has_none and required_mask is not None:
+        absent = np.fromiter((v is None for v in values), dtype=bool, count=len(values))
+        bad = absent & required_mask
+        if bad.any():
+            raise _bad(path, int(np.flatnonzero(bad)[0]), f"'{field}' is missing")
+    return has_none
+
+
+def _exact_ts_ns(src: SourceBytes, ts: list, has_ts: np.ndarray) -> np.ndarray:
+    """Integer ns timestamps, exact. ``ts`` are the decoded values (µs, int or float)."""
+    n = len(ts)
+    out = np.zeros(n, dtype=np.int64)
+    idx = np.flatnonzero(has_ts)
+    if not len(idx):
+        return out
+    vals = [ts[i] for i in idx] if len(idx) != n else ts
+    if all(type(v) is int for v in vals):
+        out[idx] = np.asarray(vals, dtype=np.int64) * 1000
+        return out
+    # Fractional values: take the digits from the text, aligned by order of appearance.
+    toks = _TS_TEXT_RE.findall(src.data)
+    fvals = np.asarray(vals, dtype=np.float64)
+    if len(toks) == len(idx):
+        arr = np.array(toks)
+        ok = not np.any(np.strings.find(arr, b"e") >= 0) and not np.any(np.strings.find(arr, b"E") >= 0)
+        if ok:
+            ip, _, fp = np.strings.partition(arr, b".")
+            ints = ip.astype(np.int64)
+            f4 = np.strings.ljust(np.strings.slice(fp, 0, 4), 4, b"0").astype(np.int64)
+            neg = np.strings.startswith(ip, b"-")
+            frac_ns = (f4 + 5) // 10  # round half up on the 4th decimal
+            ns = ints * 1000 + np.where(neg, -frac_ns, frac_ns)
+            # Alignment check: the text must agree with the decoded float to float precision.
+            tol = np.maximum(np.abs(fvals) * 4e-16 * 1000, 1.0) + 1.0
+            if np.all(np.abs(ns.astype(np.float64) - fvals * 1000.0) <= tol):
+                out[idx] = ns
+                return out
+    # Fallback (odd layouts, e.g. a "ts" key inside args): nearest ns of the float value.
+    out[idx] = np.rint(fvals * 1000.0).astype(np.int64)
+    return out
+
+
+def _int_values(vals: list) -> np.ndarray:
+    """int64 array from decoded values: ints kept, digit strings parsed, anything else -1."""
+    try:
+        return np.array(vals, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        pass
+    out = []
+    app = out.append
+    for v in vals:
+        t = type(v)
+        if t is int and -(2**63) <= v < 2**63:
+            app(v)
+        elif t is str and v.isdigit():
+            app(int(v))
+        else:
+            app(NONE_ID)
+    return np.array(out, dtype=np.int64)
+
+
+def _int_arg(args: list, key: str, alt: str | None = None) -> np.ndarray:
+    """Integer linking key read from each event's args (``alt`` spelling as fallback);
+    -1 when absent or not an integer."""
+    if alt is None:
+        vals = [a.get(key, -1) if a else -1 for a in args]
+    else:
+        vals = [(a.get(key) if key in a else a.get(alt, -1)) if a else -1 for a in args]
+    return _int_values(vals)
+
+
+def _norm_ids(vals: list) -> list:
+    """pid/tid as written: ints stay ints, digit strings become ints, other strings stay."""
+    if set(map(type, vals)) <= {int}:
+        return vals
+    return [int(v) if type(v) is str and v.isdigit() else v for v in vals]
+
+
+def _events_to_table(src: SourceBytes, events: list) -> EventTable:
+    path = src.path
+    n = len(events)
+    if not set(map(type, events)) <= {dict}:
+        for i, e in enumerate(events):
+            if type(e) is not dict:
+                raise _bad(path, i, f"event is {type(e).__name__}, expected an object")
+    ph = [e.get("ph") for e in events]
+    cat = [e.get("cat") for e in events]
+    name = [e.get("name") for e in events]
+    pid = [e.get("pid") for e in events]
+    tid = [e.get("tid") for e in events]
+    ts = [e.get("ts") for e in events]
+    dur = [e.get("dur") for e in events]
+    args = [e.get("args") for e in events]
+    fid = [e.get("id") for e in events]
+    bp = [e.get("bp") for e in events]
+
+    # --- validation: fast type scans, a precise message on the first bad event ---
+    _check_types(path, ph, "ph", (str,), np.ones(n, dtype=bool), "a string")
+    ph_codes, ph_uniques = pd.factorize(np.array(ph, dtype=object))
+    ph_u = list(ph_uniques)
+    is_x = ph_codes == (ph_u.index("X") if "X" in ph_u else -2)
+    needs_ts = ph_codes != (ph_u.index("M") if "M" in ph_u else -2)
+    ts_none = _check_types(path, ts, "ts", (int, float), needs_ts)
+    dur_none = _check_types(path, dur, "dur", (int, float), is_x)
+    _check_types(path, args, "args", (dict,), None, "an object")
+    if not set(map(type, name)) <= {str, type(None)}:
+        name = [v if v is None or type(v) is str else str(v) for v in name]
+    has_ts = (np.fromiter((v is not None for v in ts), dtype=bool, count=n) if ts_none
+              else np.ones(n, dtype=bool))
+    if dur_none:
+        has_dur = np.fromiter((v is not None for v in dur), dtype=bool, count=n)
+        dur_f = np.array([d if d is not None else 0 for d in dur], dtype=np.float64)
+    else:
+        has_dur = np.ones(n, dtype=bool)
+        dur_f = np.array(dur, dtype=np.float64)
+
+    ts_ns = _exact_ts_ns(src, ts, has_ts)
+    if (dur_f < 0).any():
+        i = int(np.flatnonzero(dur_f < 0)[0])
+        raise _bad(path, i, f"negative duration ({dur[i]} µs)")
+    dur_ns = np.rint(dur_f * 1000.0).astype(np.int64)
+    dur_ns[~has_dur] = -1
+
+    # --- kinds, from (ph, cat) pairs looked up once per distinct pair ---
+    cat_codes, cat_uniques = pd.factorize(np.array(cat, dtype=object), use_na_sentinel=True)
+    n_cat = len(cat_uniques) + 1  # slot 0 = missing category
+    pair = ph_codes.astype(np.int64) * n_cat + (cat_codes + 1)
+    pair_u, pair_inv = np.unique(pair, return_inverse=True)
+    cat_list = [None] + list(cat_uniques)
+    pair_kind = []
+    unknown: dict[str, int] = {}
+    for pc in pair_u:
+        p, c = ph_u[pc // n_cat], cat_list[pc % n_cat]
+        if p == "X":
+            k = CATEGORY_KIND.get(c)
+            if k is None:
+                k = "other"
+                unknown[str(c)] = 0
+        elif p in _FLOW_PH:
+            k = _FLOW_PH[p]
+        elif p == "M":
+            k = "meta"
+        elif p in _INSTANT_PH:
+            k = "instant"
+        elif p == "C":
+            k = "counter"
+        else:
+            k = "other"
+        pair_kind.append(k)
+    kind = np.array(pair_kind, dtype=object)[pair_inv]
+    name_arr = np.array(name, dtype=object)
+    # Old traces record ProfilerStep#N and record_function labels as "Operator".
+    op_idx = np.flatnonzero(kind == "cpu_op")
+    if len(op_idx):
+        step_like = pd.Series(name_arr[op_idx]).str.match(_STEP_RE).fillna(False).to_numpy(bool)
+        kind[op_idx[step_like]] = "annotation"
+
+    # --- linking keys ---
+    correlation = _int_arg(args, "correlation")
+    external_id = _int_arg(args, "External id", "external id")
+    rf_id = _int_arg(args, "Record function id")
+    device = _int_arg(args, "device")
+    stream = _int_arg(args, "stream", "stream_id")
+    flow_id = _int_values([v if v is not None else -1 for v in fid])
+    # Old traces: 0 means "none" for the external id.
+    external_id[external_id == 0] = NONE_ID
+    pid_n = _norm_ids(pid)
+    tid_n = _norm_ids(tid)
+    dev_idx = np.flatnonzero(np.isin(kind, ["kernel", "memcpy", "memset", "gpu_annotation", "cuda_sync"]))
+    for i in dev_idx[stream[dev_idx] == NONE_ID]:
+        t = tid_n[i]
+        if type(t) is int:
+            stream[i] = t
+        elif type(t) is str:
+            m = _STREAM_TID_RE.match(t)
+            if m:
+                stream[i] = int(m.group(1))
+    for i in dev_idx[device[dev_idx] == NONE_ID]:
+        if type(pid_n[i]) is int:
+            device[i] = pid_n[i]
+
+    # Keys beyond the canonical ones are kept per event for lossless re-export.
+    present = (np.ones(n, dtype=np.int64) + (cat_codes >= 0) + has_ts + has_dur
+               + np.fromiter(map(_not_none, name), dtype=bool, count=n)
+               + np.fromiter(map(_not_none, pid), dtype=bool, count=n)
+               + np.fromiter(map(_not_none, tid), dtype=bool, count=n)
+               + np.fromiter(map(_not_none, args), dtype=bool, count=n)
+               + np.fromiter(map(_not_none, fid), dtype=bool, count=n)
+               + np.fromiter(map(_not_none, bp), dtype=bool, count=n))
+    lens = np.fromiter(map(len, events), dtype=np.int64, count=n)
+    extra = np.full(n, None, dtype=object)
+    for i in np.flatnonzero(lens > present):
+        e = events[i]
+        ex = {k: e[k] for k in e.keys() - _STANDARD_KEYS}
+        ex.update({k: None for k in _STANDARD_KEYS if k in e and e[k] is None})
+        extra[i] = ex or None
+
+    df = pd.DataFrame({
+        "eid": np.arange(n, dtype=np.int64),
+        "kind": pd.Categorical(kind, categories=_kind_categories()),
+        "cat": pd.Categorical.from_codes(cat_codes, categories=pd.Index(cat_uniques, dtype=object))
+        if len(cat_uniques) else pd.Categorical([None] * n),
+        "ph": pd.Categorical.from_codes(ph_codes, categories=pd.Index(ph_uniques, dtype=object)),
+        "name": name_arr,
+        "ts_ns": ts_ns,
+        "dur_ns": dur_ns,
+        "pid": np.array(pid_n, dtype=object),
+        "tid": np.array(tid_n, dtype=object),
+        "device": device,
+        "stream": stream,
+        "correlation": correlation,
+        "external_id": external_id,
+        "rf_id": rf_id,
+        "flow_id": flow_id,
+        "rank": np.full(n, NONE_ID, dtype=np.int64),
+        "args": np.array(args, dtype=object),
+        "bp": np.array(bp, dtype=object),
+        "extra": extra,
+        "has_ts": has_ts,
+    })
+    table = EventTable(df)
+    if unknown:
+        um = (kind == "other") & is_x & ~np.isin(np.array(cat, dtype=object), list(_KNOWN_NON_NODE_CATS))
+        if um.any():
+            vc = pd.Series(np.array(cat, dtype=object)[um]).fillna("<none>").value_counts()
+            table.warn("unknown_category", int(um.sum()), int(np.flatnonzero(um)[0]),
+                       "complete events with unknown categories kept as 'other' (not graph nodes): "
+                       + ", ".join(f"{k} ({v})" for k, v in vc.head(5).items()))
+    return table
+
+
+def _not_none(v: Any) -> bool:
+    return v is not None
+
+
+def _kind_categories() -> list[str]:
+    from opgraph.ingest.table import ALL_KINDS
+    return list(ALL_KINDS)
+
+
+def _post_checks(table: EventTable) -> None:
+    """Warnings that need the whole table (recoverable oddities)."""
+    ev = table.events
+    if ev.empty:
+        return
+    x = ev[(ev["ph"] == "X") & (ev["dur_ns"] == 0)]
+    if len(x):
+        table.warn("zero_duration", len(x), int(x["eid"].iloc[0]), "complete events with zero duration")

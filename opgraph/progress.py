@@ -1,0 +1,39 @@
+"""Progress display: a bar on a terminal (stderr), silent when piped."""
+
+from __future__ import annotations
+
+import sys
+from contextlib import contextmanager
+from typing import Callable, Iterator
+
+#: The phases of reading and building, in order (the bar's steps).
+BUILD_PHASES = ("read", "parse", "table", "nesting", "launches", "flows", "syncs", "graph", "save")
+
+
+@contextmanager
+def phase_progress(label: str, phases: tuple[str, ...] = BUILD_PHASES,
+                   enabled: bool | None = None) -> Iterator[Callable[[str], None]]:
+    """Yield ``step(phase)``; on a terminal a rich progress bar advances through ``phases``.
+
+    ``enabled`` defaults to whether stderr is a terminal."""
+    if enabled is None:
+        enabled = sys.stderr.isatty()
+    if not enabled:
+        yield lambda _phase: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[phase]}"),
+                  TimeElapsedColumn(), console=console, transient=True) as prog:
+        task = prog.add_task(label, total=len(phases), phase="")
+        seen: set[str] = set()
+
+        def step(phase: str) -> None:
+            if phase in phases and phase not in seen:
+                seen.add(phase)
+                prog.update(task, completed=phases.index(phase), phase=phase)
+
+        yield step
+        prog.update(task, completed=len(phases))
