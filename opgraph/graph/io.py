@@ -319,7 +319,27 @@ def load_any(path: str | Path, format: str | None = None, step=None) -> nx.DiGra
     from opgraph.ingest.kineto import parse_json
     from opgraph.ingest.source import SQLITE_MAGIC, read_source
 
-    step = step or (lambda _p: None)
+    import gc
+
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        G = _load_any(path, format, step or (lambda _p: None))
+    finally:
+        if was:
+            # The objects just made are long-lived and acyclic (they are freed by reference
+            # counting); keep them out of the cyclic collector's full passes.
+            gc.freeze()
+            gc.enable()
+    return G
+
+
+def _load_any(path: str | Path, format: str | None, step) -> nx.DiGraph:
+    from opgraph.graph.build import build_graph
+    from opgraph.ingest import detect_format, read_trace_doc
+    from opgraph.ingest.kineto import parse_json
+    from opgraph.ingest.source import SQLITE_MAGIC, read_source
+
     p = str(path)
     if p.endswith(".gpickle"):
         return load_gpickle(p)
@@ -347,4 +367,5 @@ def load_any(path: str | Path, format: str | None = None, step=None) -> nx.DiGra
                 raise OpgraphInputError(p, f"corrupt graph document ({type(e).__name__}: {e})") from None
     step("table")
     table = read_trace_doc(src, doc, format)
+    del doc, src  # free the decoded document before the graph is made (peak memory)
     return build_graph(table, step)

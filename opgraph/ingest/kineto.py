@@ -155,38 +155,42 @@ def _check_types(path: str, values: list, field: str, ok: tuple[type, ...],
     return has_none
 
 
-def _exact_ts_ns(src: SourceBytes, ts: list, has_ts: np.ndarray) -> np.ndarray:
-    """Integer ns timestamps, exact. ``ts`` are the decoded values (µs, int or float)."""
+def _exact_ts_ns(src: SourceBytes, ts: list, has_ts: np.ndarray, types: set) -> tuple[np.ndarray, bool]:
+    """Integer ns timestamps, exact. ``ts`` are the decoded values (µs, int or float),
+    ``types`` the set of their Python types. Returns (ns, exact)."""
     n = len(ts)
     out = np.zeros(n, dtype=np.int64)
     idx = np.flatnonzero(has_ts)
     if not len(idx):
-        return out
-    vals = [ts[i] for i in idx] if len(idx) != n else ts
-    if all(type(v) is int for v in vals):
+        return out, True
+    all_present = len(idx) == n
+    vals = ts if all_present else [ts[i] for i in idx]
+    if float not in types:
         out[idx] = np.asarray(vals, dtype=np.int64) * 1000
-        return out
-    # Fractional values: take the digits from the text, aligned by order of appearance.
-    toks = _TS_TEXT_RE.findall(src.data)
+        return out, True
     fvals = np.asarray(vals, dtype=np.float64)
+    # Floats below 2**33 µs (~2.4 h from zero) hold 3 decimals exactly enough to round.
+    if np.abs(fvals).max() < 2.0**33:
+        out[idx] = np.rint(fvals * 1000.0).astype(np.int64)
+        return out, True
+    # Epoch-scale fractional values: take the digits from the text, aligned by order.
+    toks = _TS_TEXT_RE.findall(src.data)
     if len(toks) == len(idx):
         arr = np.array(toks)
-        ok = not np.any(np.strings.find(arr, b"e") >= 0) and not np.any(np.strings.find(arr, b"E") >= 0)
-        if ok:
+        if not (np.strings.find(arr, b"e") >= 0).any() and not (np.strings.find(arr, b"E") >= 0).any():
             ip, _, fp = np.strings.partition(arr, b".")
             ints = ip.astype(np.int64)
             f4 = np.strings.ljust(np.strings.slice(fp, 0, 4), 4, b"0").astype(np.int64)
-            neg = np.strings.startswith(ip, b"-")
             frac_ns = (f4 + 5) // 10  # round half up on the 4th decimal
-            ns = ints * 1000 + np.where(neg, -frac_ns, frac_ns)
+            ns = ints * 1000 + np.where(ints < 0, -frac_ns, frac_ns)
             # Alignment check: the text must agree with the decoded float to float precision.
-            tol = np.maximum(np.abs(fvals) * 4e-16 * 1000, 1.0) + 1.0
-            if np.all(np.abs(ns.astype(np.float64) - fvals * 1000.0) <= tol):
+            tol = np.abs(fvals) * 1000.0 * 4e-16 + 2.0
+            if (np.abs(ns.astype(np.float64) - fvals * 1000.0) <= tol).all():
                 out[idx] = ns
-                return out
-    # Fallback (odd layouts, e.g. a "ts" key inside args): nearest ns of the float value.
+                return out, True
+    # Odd layouts (e.g. a "ts" key inside args): nearest ns of the float value, flagged.
     out[idx] = np.rint(fvals * 1000.0).astype(np.int64)
-    return out
+    return out, False
 
 
 def _int_values(vals: list) -> np.ndarray:
@@ -208,14 +212,19 @@ def _int_values(vals: list) -> np.ndarray:
     return np.array(out, dtype=np.int64)
 
 
-def _int_arg(args: list, key: str, alt: str | None = None) -> np.ndarray:
-    """Integer linking key read from each event's args (``alt`` spelling as fallback);
-    -1 when absent or not an integer."""
+def _int_arg(args: np.ndarray, rows: np.ndarray, n: int, key: str, alt: str | None = None) -> np.ndarray:
+    """Integer linking key read from the args of events ``rows`` (``alt`` spelling as a
+    fallback); -1 where absent or not an integer."""
+    out = np.full(n, NONE_ID, dtype=np.int64)
+    if not len(rows):
+        return out
+    sub = args[rows].tolist()
     if alt is None:
-        vals = [a.get(key, -1) if a else -1 for a in args]
+        vals = [a.get(key, -1) if a else -1 for a in sub]
     else:
-        vals = [(a.get(key) if key in a else a.get(alt, -1)) if a else -1 for a in args]
-    return _int_values(vals)
+        vals = [(a[key] if key in a else a.get(alt, -1)) if a else -1 for a in sub]
+    out[rows] = _int_values(vals)
+    return out
 
 
 def _norm_ids(vals: list) -> list:
@@ -225,6 +234,13 @@ def _norm_ids(vals: list) -> list:
     return [int(v) if type(v) is str and v.isdigit() else v for v in vals]
 
 
+def _categorical(values: list | np.ndarray) -> pd.Categorical:
+    """Categorical in order of first appearance, with object categories (any mix of
+    ints and strings), None as missing."""
+    codes, uniques = pd.factorize(np.asarray(values, dtype=object) if isinstance(values, list) else values)
+    return pd.Categorical.from_codes(codes, categories=pd.Index(uniques, dtype=object))
+
+
 def _events_to_table(src: SourceBytes, events: list) -> EventTable:
     path = src.path
     n = len(events)
@@ -232,38 +248,35 @@ def _events_to_table(src: SourceBytes, events: list) -> EventTable:
         for i, e in enumerate(events):
             if type(e) is not dict:
                 raise _bad(path, i, f"event is {type(e).__name__}, expected an object")
-    ph = [e.get("ph") for e in events]
-    cat = [e.get("cat") for e in events]
-    name = [e.get("name") for e in events]
-    pid = [e.get("pid") for e in events]
-    tid = [e.get("tid") for e in events]
-    ts = [e.get("ts") for e in events]
-    dur = [e.get("dur") for e in events]
-    args = [e.get("args") for e in events]
-    fid = [e.get("id") for e in events]
-    bp = [e.get("bp") for e in events]
+    rows = [(e.get("ph"), e.get("cat"), e.get("name"), e.get("pid"), e.get("tid"), e.get("ts"),
+             e.get("dur"), e.get("args"), e.get("id"), e.get("bp")) for e in events]
+    ph, cat, name, pid, tid, ts, dur, args, fid, bp = map(list, zip(*rows)) if rows else ([],) * 10
+    del rows
 
     # --- validation: fast type scans, a precise message on the first bad event ---
     _check_types(path, ph, "ph", (str,), np.ones(n, dtype=bool), "a string")
-    ph_codes, ph_uniques = pd.factorize(np.array(ph, dtype=object))
+    ph_codes, ph_uniques = pd.factorize(np.asarray(ph, dtype=object))
     ph_u = list(ph_uniques)
     is_x = ph_codes == (ph_u.index("X") if "X" in ph_u else -2)
     needs_ts = ph_codes != (ph_u.index("M") if "M" in ph_u else -2)
+    ts_types = set(map(type, ts))
     ts_none = _check_types(path, ts, "ts", (int, float), needs_ts)
     dur_none = _check_types(path, dur, "dur", (int, float), is_x)
+    args_arr = np.asarray(args, dtype=object) if n else np.empty(0, dtype=object)
     _check_types(path, args, "args", (dict,), None, "an object")
     if not set(map(type, name)) <= {str, type(None)}:
         name = [v if v is None or type(v) is str else str(v) for v in name]
-    has_ts = (np.fromiter((v is not None for v in ts), dtype=bool, count=n) if ts_none
-              else np.ones(n, dtype=bool))
+    has_ts = np.not_equal(np.asarray(ts, dtype=object), None) if ts_none else np.ones(n, dtype=bool)
     if dur_none:
-        has_dur = np.fromiter((v is not None for v in dur), dtype=bool, count=n)
-        dur_f = np.array([d if d is not None else 0 for d in dur], dtype=np.float64)
+        dur_obj = np.asarray(dur, dtype=object)
+        has_dur = np.not_equal(dur_obj, None)
+        dur_obj[~has_dur] = 0
+        dur_f = dur_obj.astype(np.float64)
     else:
         has_dur = np.ones(n, dtype=bool)
-        dur_f = np.array(dur, dtype=np.float64)
+        dur_f = np.asarray(dur, dtype=np.float64)
 
-    ts_ns = _exact_ts_ns(src, ts, has_ts)
+    ts_ns, exact = _exact_ts_ns(src, ts, has_ts, ts_types - {type(None)})
     if (dur_f < 0).any():
         i = int(np.flatnonzero(dur_f < 0)[0])
         raise _bad(path, i, f"negative duration ({dur[i]} µs)")
@@ -271,20 +284,20 @@ def _events_to_table(src: SourceBytes, events: list) -> EventTable:
     dur_ns[~has_dur] = -1
 
     # --- kinds, from (ph, cat) pairs looked up once per distinct pair ---
-    cat_codes, cat_uniques = pd.factorize(np.array(cat, dtype=object), use_na_sentinel=True)
+    cat_codes, cat_uniques = pd.factorize(np.asarray(cat, dtype=object), use_na_sentinel=True)
     n_cat = len(cat_uniques) + 1  # slot 0 = missing category
     pair = ph_codes.astype(np.int64) * n_cat + (cat_codes + 1)
     pair_u, pair_inv = np.unique(pair, return_inverse=True)
     cat_list = [None] + list(cat_uniques)
     pair_kind = []
-    unknown: dict[str, int] = {}
-    for pc in pair_u:
+    unknown_pairs = []
+    for j, pc in enumerate(pair_u.tolist()):
         p, c = ph_u[pc // n_cat], cat_list[pc % n_cat]
         if p == "X":
             k = CATEGORY_KIND.get(c)
             if k is None:
                 k = "other"
-                unknown[str(c)] = 0
+                unknown_pairs.append(j)
         elif p in _FLOW_PH:
             k = _FLOW_PH[p]
         elif p == "M":
@@ -296,27 +309,36 @@ def _events_to_table(src: SourceBytes, events: list) -> EventTable:
         else:
             k = "other"
         pair_kind.append(k)
-    kind = np.array(pair_kind, dtype=object)[pair_inv]
-    name_arr = np.array(name, dtype=object)
+    kind = np.asarray(pair_kind, dtype=object)[pair_inv]
+    name_codes, name_uniques = pd.factorize(np.asarray(name, dtype=object))
     # Old traces record ProfilerStep#N and record_function labels as "Operator".
-    op_idx = np.flatnonzero(kind == "cpu_op")
-    if len(op_idx):
-        step_like = pd.Series(name_arr[op_idx]).str.match(_STEP_RE).fillna(False).to_numpy(bool)
-        kind[op_idx[step_like]] = "annotation"
+    step_names = pd.Series(name_uniques, dtype=object).astype(str).str.match(_STEP_RE).to_numpy(bool)
+    if step_names.any():
+        is_step = np.zeros(n, dtype=bool)
+        valid = name_codes >= 0
+        is_step[valid] = step_names[name_codes[valid]]
+        kind[is_step & (kind == "cpu_op")] = "annotation"
 
-    # --- linking keys ---
-    correlation = _int_arg(args, "correlation")
-    external_id = _int_arg(args, "External id", "external id")
-    rf_id = _int_arg(args, "Record function id")
-    device = _int_arg(args, "device")
-    stream = _int_arg(args, "stream", "stream_id")
-    flow_id = _int_values([v if v is not None else -1 for v in fid])
+    # --- linking keys, read only where a kind can carry them ---
+    dev_rows = np.flatnonzero(np.isin(kind, ["kernel", "memcpy", "memset", "gpu_annotation", "cuda_sync"]))
+    corr_rows = np.flatnonzero(np.isin(kind, ["kernel", "memcpy", "memset", "cuda_sync", "runtime", "other"]))
+    x_rows = np.flatnonzero(is_x)
+    op_rows = np.flatnonzero(np.isin(kind, ["cpu_op", "annotation"]))
+    correlation = _int_arg(args_arr, corr_rows, n, "correlation")
+    external_id = _int_arg(args_arr, x_rows, n, "External id", "external id")
+    rf_id = _int_arg(args_arr, op_rows, n, "Record function id")
+    device = _int_arg(args_arr, dev_rows, n, "device")
+    stream = _int_arg(args_arr, dev_rows, n, "stream", "stream_id")
+    flow_rows = np.flatnonzero(np.isin(kind, ["flow_start", "flow_end"]))
+    flow_id = np.full(n, NONE_ID, dtype=np.int64)
+    if len(flow_rows):
+        fid_arr = np.asarray(fid, dtype=object)
+        flow_id[flow_rows] = _int_values([v if v is not None else -1 for v in fid_arr[flow_rows].tolist()])
     # Old traces: 0 means "none" for the external id.
     external_id[external_id == 0] = NONE_ID
     pid_n = _norm_ids(pid)
     tid_n = _norm_ids(tid)
-    dev_idx = np.flatnonzero(np.isin(kind, ["kernel", "memcpy", "memset", "gpu_annotation", "cuda_sync"]))
-    for i in dev_idx[stream[dev_idx] == NONE_ID]:
+    for i in dev_rows[stream[dev_rows] == NONE_ID].tolist():
         t = tid_n[i]
         if type(t) is int:
             stream[i] = t
@@ -324,37 +346,29 @@ def _events_to_table(src: SourceBytes, events: list) -> EventTable:
             m = _STREAM_TID_RE.match(t)
             if m:
                 stream[i] = int(m.group(1))
-    for i in dev_idx[device[dev_idx] == NONE_ID]:
+    for i in dev_rows[device[dev_rows] == NONE_ID].tolist():
         if type(pid_n[i]) is int:
             device[i] = pid_n[i]
 
     # Keys beyond the canonical ones are kept per event for lossless re-export.
-    present = (np.ones(n, dtype=np.int64) + (cat_codes >= 0) + has_ts + has_dur
-               + np.fromiter(map(_not_none, name), dtype=bool, count=n)
-               + np.fromiter(map(_not_none, pid), dtype=bool, count=n)
-               + np.fromiter(map(_not_none, tid), dtype=bool, count=n)
-               + np.fromiter(map(_not_none, args), dtype=bool, count=n)
-               + np.fromiter(map(_not_none, fid), dtype=bool, count=n)
-               + np.fromiter(map(_not_none, bp), dtype=bool, count=n))
-    lens = np.fromiter(map(len, events), dtype=np.int64, count=n)
     extra = np.full(n, None, dtype=object)
-    for i in np.flatnonzero(lens > present):
-        e = events[i]
-        ex = {k: e[k] for k in e.keys() - _STANDARD_KEYS}
-        ex.update({k: None for k in _STANDARD_KEYS if k in e and e[k] is None})
-        extra[i] = ex or None
+    all_keys = set().union(*events) if n else set()
+    odd = all_keys - _STANDARD_KEYS
+    if odd:
+        for i, e in enumerate(events):
+            if len(e.keys() - _STANDARD_KEYS):
+                extra[i] = {k: e[k] for k in e.keys() - _STANDARD_KEYS}
 
     df = pd.DataFrame({
         "eid": np.arange(n, dtype=np.int64),
         "kind": pd.Categorical(kind, categories=_kind_categories()),
-        "cat": pd.Categorical.from_codes(cat_codes, categories=pd.Index(cat_uniques, dtype=object))
-        if len(cat_uniques) else pd.Categorical([None] * n),
+        "cat": pd.Categorical.from_codes(cat_codes, categories=pd.Index(cat_uniques, dtype=object)),
         "ph": pd.Categorical.from_codes(ph_codes, categories=pd.Index(ph_uniques, dtype=object)),
-        "name": name_arr,
+        "name": pd.Categorical.from_codes(name_codes, categories=pd.Index(name_uniques, dtype=object)),
         "ts_ns": ts_ns,
         "dur_ns": dur_ns,
-        "pid": np.array(pid_n, dtype=object),
-        "tid": np.array(tid_n, dtype=object),
+        "pid": _categorical(pid_n),
+        "tid": _categorical(tid_n),
         "device": device,
         "stream": stream,
         "correlation": correlation,
@@ -362,16 +376,21 @@ def _events_to_table(src: SourceBytes, events: list) -> EventTable:
         "rf_id": rf_id,
         "flow_id": flow_id,
         "rank": np.full(n, NONE_ID, dtype=np.int64),
-        "args": np.array(args, dtype=object),
-        "bp": np.array(bp, dtype=object),
+        "args": args_arr,
+        "bp": _categorical(bp),
         "extra": extra,
         "has_ts": has_ts,
-    })
+    }, copy=False)
     table = EventTable(df)
-    if unknown:
-        um = (kind == "other") & is_x & ~np.isin(np.array(cat, dtype=object), list(_KNOWN_NON_NODE_CATS))
+    if not exact:
+        table.warn("ts_precision", int(has_ts.sum()), 0,
+                   "fractional timestamps could not be read from the file's text; they were rounded "
+                   "from float64 values (up to ±0.25 µs off at epoch scale)")
+    if unknown_pairs:
+        um = np.isin(pair_inv, unknown_pairs)
+        um &= ~np.isin(np.asarray(cat, dtype=object), list(_KNOWN_NON_NODE_CATS))
         if um.any():
-            vc = pd.Series(np.array(cat, dtype=object)[um]).fillna("<none>").value_counts()
+            vc = pd.Series(np.asarray(cat, dtype=object)[um]).fillna("<none>").value_counts()
             table.warn("unknown_category", int(um.sum()), int(np.flatnonzero(um)[0]),
                        "complete events with unknown categories kept as 'other' (not graph nodes): "
                        + ", ".join(f"{k} ({v})" for k, v in vc.head(5).items()))
