@@ -183,7 +183,9 @@ def _build(table: EventTable, step: Step) -> nx.DiGraph:
     launcher = np.full(len(ev), NONE_ID, dtype=np.int64)
     launcher[launch.dst] = launch.src
     sidx = StreamIndex(eid[act], dkey[act], ts[act], end[act], launch_ts[act], launcher_pid[act], launcher[act])
-    sync_e, wait_e = _link_syncs(ev, kind, eid, ts, end, corr, device, stream, names, is_rt, sidx, warn)
+    blocking_rt = set(launch.src[_pageable_dtoh(names[launch.dst])].tolist())
+    sync_e, wait_e = _link_syncs(ev, kind, eid, ts, end, corr, device, stream, names, is_rt, sidx, warn,
+                                 blocking_rt)
     edges["sync"].append(sync_e)
     edges["event_wait"].append(wait_e)
 
@@ -251,7 +253,8 @@ def _link_flows(ev: pd.DataFrame, kind: np.ndarray, lane: np.ndarray, ts: np.nda
 
 def _link_syncs(ev: pd.DataFrame, kind: np.ndarray, eid: np.ndarray, ts: np.ndarray, end: np.ndarray,
                 corr: np.ndarray, device: np.ndarray, stream: np.ndarray, names: np.ndarray,
-                is_rt: np.ndarray, sidx: StreamIndex, warn: Callable[..., None]) -> tuple[Edges, Edges]:
+                is_rt: np.ndarray, sidx: StreamIndex, warn: Callable[..., None],
+                blocking_rt: set[int] = frozenset()) -> tuple[Edges, Edges]:
     tol = SYNC_TOLERANCE_NS
     rt = np.flatnonzero(is_rt)
     rt_by_corr: dict[int, int] = {}
@@ -334,7 +337,7 @@ def _link_syncs(ev: pd.DataFrame, kind: np.ndarray, eid: np.ndarray, ts: np.ndar
                 mode = "stream"
             elif EVENT_SYNC_RE.match(nm):
                 mode = "event"
-            elif BLOCKING_COPY_RE.match(nm):
+            elif BLOCKING_COPY_RE.match(nm) or int(eid[i]) in blocking_rt:
                 mode = "memcpy"
             else:
                 continue
@@ -363,6 +366,13 @@ def _link_syncs(ev: pd.DataFrame, kind: np.ndarray, eid: np.ndarray, ts: np.ndar
     sync = Edges(np.array(s_src, dtype=np.int64), np.array(s_dst, dtype=np.int64),
                  {"sync_kind": np.array(s_kind, dtype=object), "inferred": np.array(s_inf, dtype=bool)})
     return sync, Edges(np.array(w_src, dtype=np.int64), np.array(w_dst, dtype=np.int64))
+
+
+def _pageable_dtoh(names: np.ndarray) -> np.ndarray:
+    """Copies from device to pageable host memory: their (async) API call returns only once
+    the copy has completed (CUDA runtime API docs, "API synchronization behavior")."""
+    return np.fromiter((isinstance(n, str) and "DtoH" in n and "Pageable" in n for n in names),
+                       dtype=bool, count=len(names))
 
 
 def _assemble(ev: pd.DataFrame, is_node: np.ndarray, eid: np.ndarray, kind: np.ndarray, names: np.ndarray,

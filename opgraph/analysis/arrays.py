@@ -1,0 +1,112 @@
+"""Columnar views of a typed graph, extracted once, for vectorised analyses.
+
+Analyses that sweep millions of nodes work on these numpy arrays (ns, int codes) rather
+than on per-node Python calls; the networkx graph stays the model users touch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+
+from opgraph.ingest.table import DEVICE_ACTIVITY_KINDS, HOST_KINDS
+
+#: Names of collective-communication kernels (NCCL, RCCL, ...).
+COMM_KERNEL_PATTERN = r"(?i)nccl|rccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|sendrecv|c10d"
+
+
+@dataclass
+class GraphArrays:
+    """Nodes of a graph as arrays indexed by position ``0..n-1``.
+
+    ``eid`` maps positions to node keys; ``ts``/``end``/``dur`` are ns; ``kind`` is an
+    object array of kind names; ``lane`` codes host threads (pid, tid) and device streams
+    (device, stream) (different lanes never share a code). Edge arrays per kind hold
+    positions (not eids).
+    """
+
+    eid: np.ndarray
+    kind: np.ndarray
+    name: np.ndarray
+    ts: np.ndarray
+    end: np.ndarray
+    pid: np.ndarray
+    tid: np.ndarray
+    device: np.ndarray
+    stream: np.ndarray
+    lane: np.ndarray
+    edges: dict[str, tuple[np.ndarray, np.ndarray]]
+    pos_of: dict[int, int]
+
+    @property
+    def n(self) -> int:
+        return len(self.eid)
+
+    @property
+    def dur(self) -> np.ndarray:
+        return self.end - self.ts
+
+    def is_kind(self, *kinds: str) -> np.ndarray:
+        return np.isin(self.kind, kinds)
+
+    @property
+    def is_host(self) -> np.ndarray:
+        return self.is_kind(*HOST_KINDS)
+
+    @property
+    def is_activity(self) -> np.ndarray:
+        return self.is_kind(*DEVICE_ACTIVITY_KINDS)
+
+    def out_edges(self, kind: str) -> tuple[np.ndarray, np.ndarray]:
+        return self.edges.get(kind, (np.empty(0, np.int64), np.empty(0, np.int64)))
+
+    @classmethod
+    def from_graph(cls, G: nx.DiGraph) -> "GraphArrays":
+        nodes = list(G._node)
+        attrs = list(G._node.values())
+        n = len(nodes)
+        eid = np.array(nodes, dtype=np.int64) if n else np.empty(0, np.int64)
+        kind = np.array([d["kind"] for d in attrs], dtype=object)
+        name = np.array([d.get("name") for d in attrs], dtype=object)
+        ts = np.array([d["ts"] for d in attrs], dtype=np.int64)
+        dur = np.array([d["dur"] for d in attrs], dtype=np.int64)
+        pid = np.array([d.get("pid") for d in attrs], dtype=object)
+        tid = np.array([d.get("tid") for d in attrs], dtype=object)
+        device = np.array([d.get("device", -1) for d in attrs], dtype=np.int64)
+        stream = np.array([d.get("stream", -1) for d in attrs], dtype=np.int64)
+        pos_of = dict(zip(nodes, range(n)))
+        # lanes: host (pid, tid); device (device, stream)
+        is_dev = np.isin(kind, DEVICE_ACTIVITY_KINDS + ("gpu_annotation",))
+        pc, _ = pd.factorize(pid)
+        tc, tu = pd.factorize(tid)
+        host_lane = pc.astype(np.int64) * (len(tu) + 2) + tc + 1
+        dev_lane = -((device + 2) * (1 << 32) + (stream + 2))
+        lane_raw = np.where(is_dev, dev_lane, host_lane)
+        lane, _ = pd.factorize(lane_raw)
+        src, dst, ek = [], [], []
+        for u, nbrs in G._succ.items():
+            for v, d in nbrs.items():
+                src.append(u)
+                dst.append(v)
+                ek.append(d.get("kind"))
+        edges: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        if src:
+            s_arr = np.array(src, dtype=np.int64)
+            d_arr = np.array(dst, dtype=np.int64)
+            # node keys -> positions (fast path: keys are 0..max and dense enough)
+            if n and eid.min() >= 0 and eid.max() < 4 * n + 1024:
+                lut = np.full(int(eid.max()) + 1, -1, dtype=np.int64)
+                lut[eid] = np.arange(n)
+                s_pos, d_pos = lut[s_arr], lut[d_arr]
+            else:
+                s_pos = np.array([pos_of[u] for u in src], dtype=np.int64)
+                d_pos = np.array([pos_of[v] for v in dst], dtype=np.int64)
+            ek_arr = np.array(ek, dtype=object)
+            codes, uniq = pd.factorize(ek_arr)
+            for j, k in enumerate(uniq):
+                m = codes == j
+                edges[str(k)] = (s_pos[m], d_pos[m])
+        return cls(eid, kind, name, ts, ts + dur, pid, tid, device, stream, lane.astype(np.int64), edges, pos_of)
