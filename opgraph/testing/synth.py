@@ -738,7 +738,7 @@ def _cuda_graph(b: _Builder, steps: int, rng: random.Random) -> str:
 
 def _old_format_2021(b: _Builder, steps: int, rng: random.Random) -> str:
     """Per step (2021 layout): memset, HtoD memcpy + cudaStreamSynchronize, 3 conv kernels
-    (100 µs, queued), ``aten::item`` with a DtoH memcpy + cudaStreamSynchronize."""
+    (100 µs, queued), ``aten::item`` with a DtoH copy to pinned memory (asynchronous; a pageable one would block) + cudaStreamSynchronize."""
     s = BASE_NS
     for k in range(1, steps + 1):
         step = b.open("annotation", f"ProfilerStep#{k}", s)
@@ -759,7 +759,7 @@ def _old_format_2021(b: _Builder, steps: int, rng: random.Random) -> str:
         item = b.open("cpu_op", "aten::item", t + 250 * US, parent=step)
         dense = b.open("cpu_op", "aten::_local_scalar_dense", t + 255 * US, parent=item)
         rt = b.runtime("cudaMemcpyAsync", t + 260 * US, t + 270 * US, parent=dense)
-        b.launch("memcpy", "Memcpy DtoH (Device -> Pageable)", rt, 2 * US, args={"bytes": 4})
+        b.launch("memcpy", "Memcpy DtoH (Device -> Pinned)", rt, 2 * US, args={"bytes": 4})
         sync = b.synchronize("cudaStreamSynchronize", t + 272 * US, parent=dense, stream=STREAM)
         b.close(dense, sync.end + 6 * US)
         b.close(item, dense.end + 5 * US)

@@ -1,0 +1,287 @@
+"""Accelerator peak table: datasheet peak TFLOP/s per dtype and memory bandwidth.
+
+Data lives in ``devices.json`` (validated by ``schemas/devices.schema.json``). Units:
+``peak_tflops`` / ``peak_tflops_sparse`` in TFLOP/s (1e12 operations/s; TOPS for int8),
+dense and 2:4-sparse separately, per *runtime device* (one MI250X GCD, one GB200 GPU);
+``dram_gbps`` in GB/s (1e9 bytes/s); ``memory_gb`` in GB as marketed.
+
+:func:`lookup` maps a runtime device name (``deviceProperties[].name`` in a Kineto trace,
+``torch.cuda.get_device_name()``) to a :class:`Device`, tolerating vendor prefixes and
+punctuation ("NVIDIA H100 80GB HBM3" -> H100 SXM, "Tesla V100-SXM2-32GB" -> V100 SXM2).
+A name that identifies several table entries ("NVIDIA H100": SXM, PCIe or NVL) or none
+("AMD Radeon Graphics") returns ``None`` unless hints (architecture, SM/CU count, memory
+size) single one out; nothing is guessed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Mapping
+
+__all__ = ["Device", "lookup", "lookup_properties", "all_devices", "peak_dtype_key",
+           "DATA_PATH", "PEAK_DTYPES"]
+
+DATA_PATH = Path(__file__).with_name("devices.json")
+
+#: dtype keys of the peak tables (``fp4`` only for devices that list it).
+PEAK_DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
+
+
+@dataclass(frozen=True)
+class Device:
+    """One accelerator model.
+
+    Attributes:
+        name: table name, e.g. ``"H100 SXM"``.
+        vendor: ``"NVIDIA"`` or ``"AMD"``.
+        aliases: normalised token sets matched against runtime names.
+        peak_tflops: dense peak per dtype in TFLOP/s (``None`` = not offered).
+        peak_tflops_sparse: 2:4 structured-sparsity peak per dtype in TFLOP/s.
+        dram_gbps: device-memory bandwidth in GB/s (1e9 B/s).
+        memory_gb: device memory in GB (as marketed).
+        source: vendor datasheet (document name and URL).
+        family: product-family token(s), e.g. ``"h100"``.
+        arch: ``sm_XY`` or ``gfxNNN``.
+        num_sms: SMs / CUs per runtime device.
+        logical_devices_per_package: runtime devices per package (MI250X: 2 GCDs); all
+            figures are per runtime device.
+        memory_variants_gb: all marketed memory sizes sharing these peaks.
+        peak_tflops_vector: non-tensor fp64/fp32 peaks in TFLOP/s.
+        notes: provenance and caveats.
+    """
+
+    name: str
+    vendor: str
+    aliases: tuple[str, ...]
+    peak_tflops: Mapping[str, float | None] = field(hash=False)
+    peak_tflops_sparse: Mapping[str, float | None] = field(hash=False)
+    dram_gbps: float
+    memory_gb: float
+    source: str
+    family: str = ""
+    arch: str | None = None
+    num_sms: int | None = None
+    logical_devices_per_package: int = 1
+    memory_variants_gb: tuple[float, ...] = ()
+    peak_tflops_vector: Mapping[str, float | None] = field(default_factory=dict, hash=False)
+    notes: str = ""
+
+    def peak(self, dtype: str, *, sparse: bool = False, tf32: bool = False) -> float | None:
+        """Peak TFLOP/s for *dtype* (any spelling: ``"bf16"``, ``"c10::BFloat16"``,
+        ``"torch.float16"``, ``"fp8_e4m3fn"`` ...); ``tf32=True`` reads fp32 as TF32 Tensor
+        Core math. Returns ``None`` (never raises) when the device has no such rate."""
+        key = peak_dtype_key(dtype)
+        if key is None:
+            return None
+        if key == "fp32" and tf32:
+            key = "tf32"
+        table = self.peak_tflops_sparse if sparse else self.peak_tflops
+        return table.get(key)
+
+    def peak_flops_per_s(self, dtype: str, *, sparse: bool = False, tf32: bool = False) -> float | None:
+        """Peak in FLOP/s (``peak() * 1e12``)."""
+        p = self.peak(dtype, sparse=sparse, tf32=tf32)
+        return None if p is None else p * 1e12
+
+    @property
+    def dram_bytes_per_s(self) -> float:
+        """Memory bandwidth in bytes/s."""
+        return self.dram_gbps * 1e9
+
+
+_KEY_ALIASES = {
+    "fp64": "fp64", "float64": "fp64", "double": "fp64",
+    "fp32": "fp32", "float32": "fp32", "float": "fp32",
+    "tf32": "tf32", "bf16": "bf16", "bfloat16": "bf16",
+    "fp16": "fp16", "float16": "fp16", "half": "fp16",
+    "fp8": "fp8", "int8": "int8", "fp4": "fp4",
+}
+
+
+def peak_dtype_key(dtype: str) -> str | None:
+    """Map a dtype spelling to a peak-table key (``fp64 fp32 tf32 bf16 fp16 fp8 int8 fp4``).
+
+    All fp8 formats (e4m3fn, e5m2, fnuz) map to ``fp8``, packed fp4 to ``fp4``; Kineto
+    strings (``"c10::BFloat16"``, ``"float"``) are accepted. Unknown -> ``None``.
+    """
+    if not isinstance(dtype, str):
+        return None
+    s = dtype.strip()
+    if s.startswith("torch."):
+        s = s[6:]
+    key = _KEY_ALIASES.get(s.lower())
+    if key:
+        return key
+    from opgraph.analysis.flops import dtype_info
+
+    info = dtype_info(dtype)
+    canon = info[0] if info else s.lower()
+    if canon.startswith("fp8"):
+        return "fp8"
+    if canon.startswith("fp4"):
+        return "fp4"
+    return _KEY_ALIASES.get(canon)
+
+
+# ---------------------------------------------------------------------------------------
+# loading
+
+def _device_from_json(d: Mapping[str, Any]) -> Device:
+    return Device(
+        name=d["name"],
+        vendor=d["vendor"],
+        aliases=tuple(d["aliases"]),
+        peak_tflops=MappingProxyType(dict(d["peak_tflops"])),
+        peak_tflops_sparse=MappingProxyType(dict(d["peak_tflops_sparse"])),
+        dram_gbps=float(d["dram_gbps"]),
+        memory_gb=float(d["memory_gb"]),
+        source=d["source"],
+        family=d.get("family", ""),
+        arch=d.get("arch"),
+        num_sms=d.get("num_sms"),
+        logical_devices_per_package=int(d.get("logical_devices_per_package", 1)),
+        memory_variants_gb=tuple(float(m) for m in d.get("memory_variants_gb", ())),
+        peak_tflops_vector=MappingProxyType(dict(d.get("peak_tflops_vector", {}))),
+        notes=d.get("notes", ""),
+    )
+
+
+@lru_cache(maxsize=1)
+def _load() -> tuple[Device, ...]:
+    data = json.loads(DATA_PATH.read_text(encoding="utf-8"))
+    return tuple(_device_from_json(d) for d in data["devices"])
+
+
+def all_devices() -> tuple[Device, ...]:
+    """Every device in the table, in file order."""
+    return _load()
+
+
+# ---------------------------------------------------------------------------------------
+# lookup
+
+#: tokens that carry no model information
+_NOISE = frozenset({"nvidia", "amd", "ati", "tesla", "quadro", "geforce", "instinct", "radeon",
+                    "graphics", "tensor", "core", "gpu", "vf", "accelerator", "oam", "device",
+                    "corporation", "inc"})
+_NVIDIA_HINTS = frozenset({"nvidia", "tesla", "quadro", "geforce"})
+_AMD_HINTS = frozenset({"amd", "radeon", "instinct", "ati"})
+_GFX_RE = re.compile(r"\bgfx[0-9a-f]{2,4}\b", re.I)
+
+
+def _tokens(text: str) -> list[str]:
+    return [t for t in re.split(r"[^a-z0-9]+", text.lower()) if t]
+
+
+def _model_tokens(text: str) -> frozenset[str]:
+    return frozenset(t for t in _tokens(text) if t not in _NOISE and not t.startswith("gfx"))
+
+
+def _vendor_of(text: str) -> str | None:
+    toks = set(_tokens(text))
+    if toks & _NVIDIA_HINTS:
+        return "NVIDIA"
+    if toks & _AMD_HINTS:
+        return "AMD"
+    return None
+
+
+def _arch_matches(dev: Device, arch: str) -> bool:
+    if dev.arch is None:
+        return True
+    a = arch.strip().lower().split(":", 1)[0]
+    if re.fullmatch(r"\d+\.\d+", a):  # compute capability "9.0"
+        a = "sm_" + a.replace(".", "")
+    return dev.arch == a or (a.startswith("gfx") and dev.arch.startswith(a))
+
+
+def _memory_matches(dev: Device, memory_bytes: float) -> bool:
+    gib = memory_bytes / 2**30
+    sizes = dev.memory_variants_gb or (dev.memory_gb,)
+    # marketed GB of HBM/GDDR is binary-sized; the runtime reports a little less
+    return any(0.85 * m <= gib <= m * 1.001 for m in sizes)
+
+
+def _candidates(name: str) -> list[Device] | None:
+    """Devices a runtime name may denote; ``None`` if the name is not recognised."""
+    devs = all_devices()
+    toks = _model_tokens(name)
+    if not toks:  # generic name ("AMD Radeon Graphics", ""): vendor only
+        vendor = _vendor_of(name)
+        return [d for d in devs if vendor is None or d.vendor == vendor]
+    best: list[Device] = []
+    best_len = 0
+    for d in devs:
+        for alias in d.aliases:
+            at = _model_tokens(alias)
+            if at and at <= toks:
+                if len(at) > best_len:
+                    best, best_len = [d], len(at)
+                elif len(at) == best_len and d not in best:
+                    best.append(d)
+    if best:
+        return best
+    fam = [d for d in devs if d.family and _model_tokens(d.family) <= toks]
+    return fam or None
+
+
+def lookup(name: str, *, arch: str | None = None, num_sms: int | None = None,
+           memory_bytes: int | None = None) -> Device | None:
+    """Find the table entry for a runtime device name.
+
+    Args:
+        name: e.g. ``"NVIDIA H100 80GB HBM3"``, ``"Tesla V100-SXM2-32GB"``,
+            ``"AMD Instinct MI300X"``; also table names (``"H100 SXM"``). A ``gfx...``
+            token inside the name is used as an *arch* hint.
+        arch: optional hint: ``"gfx90a"`` (``"gfx90a:sramecc+:xnack-"`` accepted), an AMD
+            prefix such as ``"gfx94"``, ``"sm_90"`` or ``"9.0"``.
+        num_sms: optional hint: SMs / CUs per device (``deviceProperties.numSms``).
+        memory_bytes: optional hint: device memory in bytes (``totalGlobalMem``).
+
+    Returns:
+        The unique matching :class:`Device`, or ``None`` when the name is unknown or still
+        ambiguous after applying the hints (e.g. ``"AMD Radeon Graphics"`` with no hint,
+        ``"NVIDIA H100"`` without SM/memory hints).
+    """
+    if not isinstance(name, str):
+        return None
+    cands = _candidates(name)
+    if not cands:
+        return None
+    m = _GFX_RE.search(name)
+    if arch is None and m:
+        arch = m.group(0)
+    if arch:
+        cands = [d for d in cands if _arch_matches(d, arch)]
+    if num_sms is not None:
+        cands = [d for d in cands if d.num_sms is None or d.num_sms == num_sms]
+    if memory_bytes:
+        cands = [d for d in cands if _memory_matches(d, memory_bytes)]
+    return cands[0] if len(cands) == 1 else None
+
+
+def lookup_properties(props: Mapping[str, Any]) -> Device | None:
+    """:func:`lookup` for one Kineto ``deviceProperties`` entry (uses ``name``,
+    ``numSms``, ``totalGlobalMem``, ``gcnArchName`` when present, else
+    ``computeMajor``/``computeMinor``: ``sm_XY`` for 32-wide warps, the ``gfxXY`` family
+    prefix for AMD's 64-wide wavefronts, since HIP reports gfx90a as 9.0)."""
+    name = props.get("name") or ""
+    arch = props.get("gcnArchName") or None
+    major, minor = props.get("computeMajor"), props.get("computeMinor")
+    if arch is None and isinstance(major, int) and isinstance(minor, int):
+        wavefront = props.get("warpSize")
+        vendor = _vendor_of(name) or ("AMD" if wavefront == 64 else "NVIDIA" if wavefront == 32 else None)
+        if vendor == "AMD":
+            arch = f"gfx{major}{minor}"
+        elif vendor == "NVIDIA":
+            arch = f"sm_{major}{minor}"
+    if not name:
+        wavefront = props.get("warpSize")
+        name = "AMD" if wavefront == 64 else "NVIDIA" if wavefront == 32 else ""
+    return lookup(name, arch=arch, num_sms=props.get("numSms"),
+                  memory_bytes=props.get("totalGlobalMem"))
