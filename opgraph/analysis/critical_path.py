@@ -274,10 +274,14 @@ def _windows(G: nx.DiGraph, a: GraphArrays, window: str | None) -> tuple[list[tu
     if window:
         rx = re.compile(window)
         rows = []
-        for p in np.flatnonzero(a.is_kind("annotation", "cpu_op", "gpu_annotation", "python")):
-            nm = a.name[p]
-            if isinstance(nm, str) and rx.search(nm):
-                rows.append((nm, int(a.eid[p]), int(a.ts[p]), int(a.end[p])))
+        # host ranges first; GPU annotations only when no host range matches
+        for kinds in (("annotation", "cpu_op", "python"), ("gpu_annotation",)):
+            for p in np.flatnonzero(a.is_kind(*kinds)):
+                nm = a.name[p]
+                if isinstance(nm, str) and rx.search(nm):
+                    rows.append((nm, int(a.eid[p]), int(a.ts[p]), int(a.end[p])))
+            if rows:
+                break
         rows.sort(key=lambda r: (r[2], r[1]))
         return rows, f"regex:{window}"
     steps = find_steps(G)

@@ -9,7 +9,8 @@ Definitions (docs/idle.md)
   asked. ``launch_latency`` is the part of such gaps after the launch call started.
 * **Blame**: each CPU-induced gap is split exclusively among the host events running on
   the launching thread during the gap, by the innermost event active at each instant
-  (leaf level), and rolled up to the top-level event that contains it. Time with no event
+  (leaf level), and rolled up to the outermost CPU op that contains it (``cpu_op``;
+  annotations such as ``ProfilerStep#N`` are not ops). Time with no event
   on the thread goes to ``(untraced)``. Both tables sum to the CPU-induced idle exactly.
 * Per stream, HTA's categories: ``host_wait`` (the next activity's launch started after the
   previous activity ended), ``kernel_wait`` (other gaps shorter than ``kernel_wait_us``) and
@@ -164,19 +165,26 @@ def _thread_segments(a: GraphArrays, members: np.ndarray) -> tuple[np.ndarray, n
 
 
 def _top_ancestor(a: GraphArrays) -> np.ndarray:
-    """Position of each node's top-level host ancestor (itself for roots)."""
+    """Position of each host node's top-level op: its outermost ``cpu_op`` ancestor (itself
+    included), or the node itself when no op contains it (e.g. a runtime call made directly
+    under an annotation)."""
     ns, nd = a.out_edges("nest")
     host = a.is_host
     m = host[ns] & host[nd]
-    parent = np.arange(a.n, dtype=np.int64)
+    parent = np.full(a.n, -1, dtype=np.int64)
     parent[nd[m]] = ns[m]
-    top = parent.copy()
-    for _ in range(256):
-        nxt = parent[top]
-        if np.array_equal(nxt, top):
+    is_op = a.kind == "cpu_op"
+    idx = np.arange(a.n, dtype=np.int64)
+    best = np.where(is_op, idx, -1)
+    cur = parent.copy()
+    for _ in range(1024):
+        live = np.flatnonzero(cur >= 0)
+        if not len(live):
             break
-        top = nxt
-    return top
+        c = cur[live]
+        best[live] = np.where(is_op[c], c, best[live])
+        cur[live] = parent[c]
+    return np.where(best >= 0, best, idx)
 
 
 def idle_time(G: nx.DiGraph, kernel_wait_us: float = 30.0, arr: GraphArrays | None = None) -> IdleResult:

@@ -68,3 +68,85 @@ def render_info(doc: dict[str, Any], console: Console) -> None:
     if not health:
         t.add_row("ok", "0", "", "no oddities found")
     console.print(t)
+
+
+def _pct_bar(pct: float, width: int = 20) -> str:
+    n = int(round(pct / 100.0 * width))
+    return "█" * n + "·" * (width - n)
+
+
+def render_critical_path(res, console: Console, top: int = 8) -> None:
+    """Print one table per window plus a summary (``opgraph critical-path``)."""
+    from opgraph.analysis.critical_path import CATEGORIES
+
+    for w in res.windows:
+        t = Table(title=f"{w.name}: span {w.span_ns / 1e3:,.1f} µs, critical path {w.length_ns / 1e3:,.1f} µs, "
+                        f"bound by {w.bound}", title_justify="left")
+        t.add_column("bound_by")
+        t.add_column("µs", justify="right")
+        t.add_column("%", justify="right")
+        t.add_column("")
+        b, p = w.breakdown_ns, w.breakdown_pct
+        for c in CATEGORIES:
+            if b[c]:
+                t.add_row(c, f"{b[c] / 1e3:,.1f}", f"{p[c]:.1f}", _pct_bar(p[c]))
+        console.print(t)
+        for label, rows in (("top ops on the path", w.top(False, top)), ("top kernels on the path", w.top(True, top))):
+            if rows:
+                tt = Table(title=label, title_justify="left", show_header=True)
+                tt.add_column("kind")
+                tt.add_column("name", max_width=90, overflow="ellipsis")
+                tt.add_column("µs", justify="right")
+                tt.add_column("%", justify="right")
+                for r in rows:
+                    tt.add_row(r["kind"], r["name"], f"{r['time_us']:,.1f}", f"{r['pct']:.1f}")
+                console.print(tt)
+    s = res.summary()
+    t = Table(title=f"Summary over {s['windows']} window(s) ({res.window_mode}): bound by {s['bound']}",
+              title_justify="left")
+    t.add_column("bound_by")
+    t.add_column("µs", justify="right")
+    t.add_column("%", justify="right")
+    for c in CATEGORIES:
+        if s["breakdown_us"][c]:
+            t.add_row(c, f"{s['breakdown_us'][c]:,.1f}", f"{s['breakdown_pct'][c]:.1f}")
+    t.add_row("total (= span)", f"{s['length_us']:,.1f}", "100.0")
+    console.print(t)
+
+
+def render_idle(res, console: Console, top: int = 15) -> None:
+    """Print ``opgraph idle`` tables."""
+    t = Table(title="GPU idle per device", title_justify="left")
+    for c in ("device", "span µs", "busy µs", "busy %", "idle µs", "CPU-induced µs", "launch latency µs",
+              "gaps (CPU-induced)"):
+        t.add_column(c, justify="right")
+    for d in res.devices:
+        x = d.to_dict()
+        t.add_row(str(d.device), f"{x['span_us']:,.1f}", f"{x['busy_us']:,.1f}", f"{x['busy_pct']:.1f}",
+                  f"{x['idle_us']:,.1f}", f"{x['cpu_induced_idle_us']:,.1f}", f"{x['launch_latency_us']:,.1f}",
+                  f"{d.gaps:,} ({d.cpu_induced_gaps:,})")
+    console.print(t)
+    t = Table(title=f"Per stream (HTA categories; kernel wait < {res.kernel_wait_us:g} µs)", title_justify="left")
+    for c in ("device", "stream", "span µs", "busy µs", "idle µs", "host wait µs", "kernel wait µs", "other µs"):
+        t.add_column(c, justify="right")
+    for s in res.streams:
+        x = s.to_dict()
+        t.add_row(str(s.device), str(s.stream), f"{x['span_us']:,.1f}", f"{x['busy_us']:,.1f}", f"{x['idle_us']:,.1f}",
+                  f"{x['host_wait_us']:,.1f}", f"{x['kernel_wait_us']:,.1f}", f"{x['other_us']:,.1f}")
+    console.print(t)
+    for level, title in (("leaf", "CPU-induced idle blamed on leaf CPU ops"),
+                         ("top", "... rolled up to top-level ops")):
+        b = res.blame(level)
+        t = Table(title=f"{title} (total {res.cpu_induced_idle_ns / 1e3:,.1f} µs)", title_justify="left")
+        t.add_column("kind")
+        t.add_column("name", max_width=90, overflow="ellipsis")
+        t.add_column("count", justify="right")
+        t.add_column("µs", justify="right")
+        t.add_column("share %", justify="right")
+        for r in b.head(top).itertuples():
+            t.add_row(str(r.kind), str(r.name), f"{r.count:,}", f"{r.blame_ns / 1e3:,.1f}", f"{100 * r.share:.1f}")
+        if len(b) > top:
+            rest = b.iloc[top:]
+            t.add_row("", f"… {len(rest)} more", "", f"{rest['blame_ns'].sum() / 1e3:,.1f}",
+                      f"{100 * rest['share'].sum():.1f}")
+        console.print(t)
