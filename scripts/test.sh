@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Install opgraph with its test extras (and the system tools the tests use), then run the
+# whole test suite. Usage: bash scripts/test.sh [pytest args]
+set -eu
+cd "$(dirname "$0")/.."
+if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  if ! command -v dot >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1; then
+    (apt-get update -qq && apt-get install -y -qq graphviz chromium >/dev/null) \
+      || echo "warning: could not install graphviz/chromium; tests that need them will skip" >&2
+  fi
+fi
+python -m pip install -q -e '.[test]'
+set +e
+python -m pytest -q "$@"
