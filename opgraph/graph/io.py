@@ -101,16 +101,17 @@ def _columnar(G: nx.DiGraph) -> dict | None:
             cols[k] = _factorize([d[k] for d in attrs])
     except (KeyError, TypeError, ValueError, OverflowError, IndexError):
         return None
-    src, dst, ek, extra = [], [], [], {}
-    j = 0
-    for u, nbrs in G._succ.items():
-        for v, d in nbrs.items():
-            src.append(u)
-            dst.append(v)
-            ek.append(d.get("kind"))
-            if len(d) != 1 or "kind" not in d:
-                extra[j] = {k: val for k, val in d.items() if k != "kind"}
-            j += 1
+    succ = G._succ
+    src = [u for u, nbrs in succ.items() for _v in nbrs]
+    dst = [v for nbrs in succ.values() for v in nbrs]
+    dl = [d for nbrs in succ.values() for d in nbrs.values()]
+    ek = [d.get("kind") for d in dl]
+    if None in set(ek):  # edges without a kind: pickle the ordinary way
+        return None
+    lens = np.fromiter(map(len, dl), dtype=np.int64, count=len(dl))
+    extra = {}
+    for j in np.flatnonzero(lens != 1).tolist():
+        extra[j] = {k: val for k, val in dl[j].items() if k != "kind"}
     graph = dict(G.graph)
     return {"magic": _PICKLE_MAGIC, "graph": graph, "nodes": node_arr, "node_cols": cols,
             "src": np.array(src, dtype=np.int64), "dst": np.array(dst, dtype=np.int64),

@@ -241,6 +241,18 @@ def _categorical(values: list | np.ndarray) -> pd.Categorical:
     return pd.Categorical.from_codes(codes, categories=pd.Index(uniques, dtype=object))
 
 
+def _sparse_categorical(values: list, rows: np.ndarray, n: int) -> pd.Categorical:
+    """Categorical of a column that is only set on ``rows`` (None elsewhere)."""
+    codes = np.full(n, -1, dtype=np.int64)
+    uniques: list = []
+    if len(rows):
+        sub = np.asarray(values, dtype=object)[rows]
+        c, u = pd.factorize(sub)
+        codes[rows] = c
+        uniques = list(u)
+    return pd.Categorical.from_codes(codes, categories=pd.Index(uniques, dtype=object))
+
+
 def _events_to_table(src: SourceBytes, events: list) -> EventTable:
     path = src.path
     n = len(events)
@@ -377,7 +389,7 @@ def _events_to_table(src: SourceBytes, events: list) -> EventTable:
         "flow_id": flow_id,
         "rank": np.full(n, NONE_ID, dtype=np.int64),
         "args": args_arr,
-        "bp": _categorical(bp),
+        "bp": _sparse_categorical(bp, flow_rows, n),
         "extra": extra,
         "has_ts": has_ts,
     }, copy=False)
