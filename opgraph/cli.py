@@ -82,18 +82,34 @@ def _console():
 @click.option("--format", "fmt", default=None, help="Force the input format (default: detect by content).")
 def build(trace: str, output: str, fmt: str | None) -> None:
     """Build the typed DAG of TRACE and save it."""
-    from opgraph.graph.io import save_graph
+    import gc
+
+    import networkx as nx
+
+    from opgraph.graph.build import build_payload
+    from opgraph.graph.io import GraphPayload, graph_from_payload, read_input, save_gpickle, save_graph
     from opgraph.progress import phase_progress
-    from opgraph.graph.io import load_any
 
     if not (output.endswith(".gpickle") or output.endswith(".json.gz") or output.endswith(".json")):
         raise OpgraphInputError(output, "unknown output type: use .gpickle, .json.gz or .json")
+    gc.disable()  # millions of long-lived, acyclic objects: the cyclic GC only costs time here
     with phase_progress(f"building {os.path.basename(trace)}") as step:
-        G = load_any(trace, format=fmt, step=step)
-        step("save")
-        save_graph(G, output)
-    health = G.graph.get("health", [])
-    click.echo(f"{output}: {G.number_of_nodes()} nodes, {G.number_of_edges()} edges"
+        got = read_input(trace, format=fmt, step=step)
+        if isinstance(got, nx.DiGraph):
+            n_nodes, n_edges, health = got.number_of_nodes(), got.number_of_edges(), got.graph.get("health", [])
+            step("save")
+            save_graph(got, output)
+        else:
+            payload = build_payload(got, step)
+            del got
+            n_nodes, n_edges = len(payload["nodes"]), len(payload["src"])
+            health = payload["graph"].get("health", [])
+            step("save")
+            if output.endswith(".gpickle"):
+                save_gpickle(GraphPayload(payload), output)
+            else:
+                save_graph(graph_from_payload(payload), output)
+    click.echo(f"{output}: {n_nodes} nodes, {n_edges} edges"
                + (f", {len(health)} trace-health warnings (see `opgraph info`)" if health else ""),
                err=True)
 

@@ -64,16 +64,21 @@ def build_graph(table: EventTable, step: Step = _noop) -> nx.DiGraph:
         source description, device properties, the canonical ``events`` table, the trace
         ``span_ns`` and the trace-health list ``health``.
     """
+    from opgraph.graph.io import _rebuild_digraph
+
     was = gc.isenabled()
     gc.disable()
     try:
-        return _build(table, step)
+        return _rebuild_digraph(build_payload(table, step))
     finally:
         if was:
             gc.enable()
 
 
-def _build(table: EventTable, step: Step) -> nx.DiGraph:
+def build_payload(table: EventTable, step: Step = _noop) -> dict[str, Any]:
+    """The graph of ``table`` in column form (what ``.gpickle`` files hold); turn it into a
+    ``DiGraph`` with :func:`opgraph.graph.io.graph_from_payload`. ``opgraph build`` saves it
+    directly, without making millions of Python dicts it would only take apart again."""
     ev = table.events
     health: list[HealthItem] = list(table.health)
 
@@ -191,10 +196,10 @@ def _build(table: EventTable, step: Step) -> nx.DiGraph:
 
     # --- assemble ---
     step("graph")
-    G = _assemble(ev, is_node, eid, kind, names, ts, dur, device, stream, corr, edges, health_dup=warn)
+    payload = _payload(ev, is_node, eid, ts, dur, device, stream, corr, edges, health_dup=warn)
     span = (int(ts[is_node].min()), int(end[is_node].max())) if is_node.any() else (0, 0)
     meta = table.meta
-    G.graph.update({
+    payload["graph"].update({
         "source": {"format": meta.get("format"), "file": meta.get("file"), "sha256": meta.get("sha256")},
         "device_properties": meta.get("device_properties", []),
         "distributed_info": meta.get("distributed_info", {}),
@@ -205,7 +210,7 @@ def _build(table: EventTable, step: Step) -> nx.DiGraph:
         "health": [hi.to_dict() for hi in health],
         "events": ev,
     })
-    return G
+    return payload
 
 
 def _link_flows(ev: pd.DataFrame, kind: np.ndarray, lane: np.ndarray, ts: np.ndarray, end: np.ndarray,
@@ -375,58 +380,66 @@ def _pageable_dtoh(names: np.ndarray) -> np.ndarray:
                        dtype=bool, count=len(names))
 
 
-def _assemble(ev: pd.DataFrame, is_node: np.ndarray, eid: np.ndarray, kind: np.ndarray, names: np.ndarray,
-              ts: np.ndarray, dur: np.ndarray, device: np.ndarray, stream: np.ndarray, corr: np.ndarray,
-              edges: dict[str, list[Edges]], health_dup: Callable[..., None]) -> nx.DiGraph:
+def _codes(col: pd.Series, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(uniques, codes) of a categorical column restricted to rows ``idx`` (missing -> None)."""
+    cat = col.array
+    codes = np.asarray(cat.codes)[idx].astype(np.int32)
+    uniq = np.append(np.asarray(cat.categories, dtype=object), None).astype(object)
+    codes = np.where(codes < 0, len(uniq) - 1, codes).astype(np.int32)
+    return uniq, codes
+
+
+def _payload(ev: pd.DataFrame, is_node: np.ndarray, eid: np.ndarray, ts: np.ndarray, dur: np.ndarray,
+             device: np.ndarray, stream: np.ndarray, corr: np.ndarray, edges: dict[str, list[Edges]],
+             health_dup: Callable[..., None]) -> dict[str, Any]:
+    """The graph as columns (the form it is pickled in, see :mod:`opgraph.graph.io`)."""
+    from opgraph.graph.io import PICKLE_MAGIC
+
     idx = np.flatnonzero(is_node)
-    ext = ev["external_id"].to_numpy()
-    cols = (eid[idx].tolist(), kind[idx].tolist(), names[idx].tolist(), ts[idx].tolist(), dur[idx].tolist(),
-            ev["pid"].to_numpy(dtype=object)[idx].tolist(), ev["tid"].to_numpy(dtype=object)[idx].tolist(),
-            device[idx].tolist(), stream[idx].tolist(), corr[idx].tolist(), ext[idx].tolist(),
-            ev["args"].to_numpy(dtype=object)[idx].tolist())
-    G = nx.DiGraph()
-    node_attrs = [{"kind": k, "name": n, "ts": t, "dur": du, "pid": p, "tid": ti, "device": dv,
-                   "stream": st, "correlation": c, "external_id": x, "args": ar}
-                  for _e, k, n, t, du, p, ti, dv, st, c, x, ar in zip(*cols)]
-    G._node.update(zip(cols[0], node_attrs))
-    G._succ.update({n: {} for n in cols[0]})
-    G._pred.update({n: {} for n in cols[0]})
-    succ, pred = G._succ, G._pred
-    dup = 0
-    dup_ex = -1
-    for ek in EDGE_KINDS:
+    cols: dict[str, Any] = {
+        "ts": ts[idx], "dur": dur[idx], "device": device[idx], "stream": stream[idx], "correlation": corr[idx],
+        "external_id": ev["external_id"].to_numpy()[idx],
+    }
+    for k in ("kind", "name", "pid", "tid"):
+        cols[k] = _codes(ev[k], idx)
+    src_l, dst_l, kind_l, attr_l = [], [], [], []
+    for j, ek in enumerate(EDGE_KINDS):
         for e in edges[ek]:
             if not len(e):
                 continue
-            src = e.src.tolist()
-            dst = e.dst.tolist()
-            if e.attrs:
-                names_ = list(e.attrs)
-                vals = [v.tolist() for v in e.attrs.values()]
-                for j, (u, v) in enumerate(zip(src, dst)):
-                    su = succ[u]
-                    if v in su:
-                        dup += 1
-                        dup_ex = u
-                        continue
-                    dd = {"kind": ek}
-                    for nm, vv in zip(names_, vals):
-                        dd[nm] = vv[j]
-                    su[v] = dd
-                    pred[v][u] = dd
-            else:
-                for u, v in zip(src, dst):
-                    su = succ[u]
-                    if v in su:
-                        dup += 1
-                        dup_ex = u
-                        continue
-                    dd = {"kind": ek}
-                    su[v] = dd
-                    pred[v][u] = dd
-    if dup:
-        health_dup("parallel_edge", dup, dup_ex, "node pairs linked twice; the first edge kind was kept")
-    return G
+            src_l.append(e.src)
+            dst_l.append(e.dst)
+            kind_l.append(np.full(len(e), j, dtype=np.int32))
+            attr_l.append(e.attrs if e.attrs else None)
+    if src_l:
+        src = np.concatenate(src_l)
+        dst = np.concatenate(dst_l)
+        kcode = np.concatenate(kind_l)
+    else:
+        src = dst = np.empty(0, np.int64)
+        kcode = np.empty(0, np.int32)
+    # per-edge extra attributes, keyed by position in the concatenated arrays
+    extra: dict[int, dict[str, Any]] = {}
+    off = 0
+    for s_, attrs in zip(src_l, attr_l):
+        if attrs:
+            names_ = list(attrs)
+            vals = [v.tolist() for v in attrs.values()]
+            for j in range(len(s_)):
+                extra[off + j] = {nm: vv[j] for nm, vv in zip(names_, vals)}
+        off += len(s_)
+    # a pair linked twice keeps its first edge
+    if len(src):
+        dup = pd.DataFrame({"s": src, "d": dst}).duplicated().to_numpy()
+        if dup.any():
+            health_dup("parallel_edge", int(dup.sum()), int(src[dup][0]),
+                       "node pairs linked twice; the first edge kind was kept")
+            keep = np.flatnonzero(~dup)
+            remap = {int(o): n for n, o in enumerate(keep.tolist())}
+            extra = {remap[j]: a for j, a in extra.items() if j in remap}
+            src, dst, kcode = src[keep], dst[keep], kcode[keep]
+    return {"magic": PICKLE_MAGIC, "graph": {}, "nodes": eid[idx], "node_cols": cols, "src": src, "dst": dst,
+            "edge_kind": (np.array(EDGE_KINDS, dtype=object), kcode), "edge_extra": extra}
 
 
 def edge_kind_counts(G: nx.DiGraph) -> Counter:

@@ -27,13 +27,28 @@ from opgraph.ingest.table import ALL_KINDS
 GRAPH_SUFFIXES = (".gpickle", ".json.gz", ".json")
 _NODE_KEYS = ("kind", "name", "ts", "dur", "pid", "tid", "device", "stream", "correlation",
               "external_id", "args")
-_PICKLE_MAGIC = "opgraph-columns-v1"
+PICKLE_MAGIC = "opgraph-columns-v1"
 
 
 # --------------------------------------------------------------------------- pickle
+def graph_from_payload(payload: dict) -> nx.DiGraph:
+    """A ``DiGraph`` from its column form (see :func:`opgraph.graph.build.build_payload`)."""
+    return _rebuild_digraph(payload)
+
+
+class GraphPayload:
+    """A graph in column form that pickles exactly as the ``DiGraph`` it stands for."""
+
+    def __init__(self, payload: dict):
+        self.payload = payload
+
+    def __reduce__(self):
+        return _rebuild_digraph, (self.payload,)
+
+
 def _rebuild_digraph(payload: dict) -> nx.DiGraph:
     """Inverse of :func:`_reduce_digraph` (allow-listed for unpickling)."""
-    if payload.get("magic") != _PICKLE_MAGIC:
+    if payload.get("magic") != PICKLE_MAGIC:
         raise ValueError("not an opgraph column payload")
     G = nx.DiGraph()
     G.graph.update(payload["graph"])
@@ -113,7 +128,7 @@ def _columnar(G: nx.DiGraph) -> dict | None:
     for j in np.flatnonzero(lens != 1).tolist():
         extra[j] = {k: val for k, val in dl[j].items() if k != "kind"}
     graph = dict(G.graph)
-    return {"magic": _PICKLE_MAGIC, "graph": graph, "nodes": node_arr, "node_cols": cols,
+    return {"magic": PICKLE_MAGIC, "graph": graph, "nodes": node_arr, "node_cols": cols,
             "src": np.array(src, dtype=np.int64), "dst": np.array(dst, dtype=np.int64),
             "edge_kind": _factorize(ek), "edge_extra": extra}
 
@@ -159,8 +174,9 @@ class SafeUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"refused global {module}.{name}: not on opgraph's allow-list")
 
 
-def save_gpickle(G: nx.DiGraph, path: str | Path) -> None:
-    """Write ``G`` as a pickle (protocol 5)."""
+def save_gpickle(G: "nx.DiGraph | GraphPayload", path: str | Path) -> None:
+    """Write ``G`` (a graph, or a :class:`GraphPayload` standing for one) as a pickle
+    (protocol 5)."""
     import gc
 
     was = gc.isenabled()
@@ -335,12 +351,13 @@ def load_any(path: str | Path, format: str | None = None, step=None) -> nx.DiGra
     return G
 
 
-def _load_any(path: str | Path, format: str | None, step) -> nx.DiGraph:
-    from opgraph.graph.build import build_graph
+def read_input(path: str | Path, format: str | None = None, step=None):
+    """A saved graph (``nx.DiGraph``) or, for a raw trace, its :class:`EventTable`."""
     from opgraph.ingest import detect_format, read_trace_doc
     from opgraph.ingest.kineto import parse_json
     from opgraph.ingest.source import SQLITE_MAGIC, read_source
 
+    step = step or (lambda _p: None)
     p = str(path)
     if p.endswith(".gpickle"):
         return load_gpickle(p)
@@ -367,6 +384,13 @@ def _load_any(path: str | Path, format: str | None, step) -> nx.DiGraph:
             except (KeyError, TypeError, ValueError) as e:
                 raise OpgraphInputError(p, f"corrupt graph document ({type(e).__name__}: {e})") from None
     step("table")
-    table = read_trace_doc(src, doc, format)
-    del doc, src  # free the decoded document before the graph is made (peak memory)
-    return build_graph(table, step)
+    return read_trace_doc(src, doc, format)
+
+
+def _load_any(path: str | Path, format: str | None, step) -> nx.DiGraph:
+    from opgraph.graph.build import build_graph
+
+    got = read_input(path, format, step)
+    if isinstance(got, nx.DiGraph):
+        return got
+    return build_graph(got, step)

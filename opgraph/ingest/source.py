@@ -14,14 +14,39 @@ GZIP_MAGIC = b"\x1f\x8b"
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
+class _Digest:
+    """SHA-256 of the raw file computed in a background thread (hashlib releases the GIL
+    on large buffers, so it overlaps with JSON decoding on a second core)."""
+
+    def __init__(self, raw: bytes):
+        import threading
+
+        self._value: str | None = None
+        self._thread = threading.Thread(target=self._run, args=(raw,), daemon=True)
+        self._thread.start()
+
+    def _run(self, raw: bytes) -> None:
+        self._value = hashlib.sha256(raw).hexdigest()
+
+    def result(self) -> str:
+        self._thread.join()
+        assert self._value is not None
+        return self._value
+
+
 @dataclass(frozen=True)
 class SourceBytes:
     """The decompressed bytes of a trace file and where they came from."""
 
     path: str
     data: bytes
-    sha256: str
+    digest: _Digest
     compressed: bool
+
+    @property
+    def sha256(self) -> str:
+        """Hex SHA-256 of the file as stored (compressed bytes for .gz)."""
+        return self.digest.result()
 
 
 def read_source(path: str | Path) -> SourceBytes:
@@ -38,7 +63,7 @@ def read_source(path: str | Path) -> SourceBytes:
         raise OpgraphInputError(str(p), "is a directory, expected a trace file") from None
     except OSError as e:
         raise OpgraphInputError(str(p), f"cannot read: {e.strerror or e}") from None
-    sha = hashlib.sha256(raw).hexdigest()
+    sha = _Digest(raw)
     compressed = raw[:2] == GZIP_MAGIC
     if compressed:
         try:
