@@ -76,8 +76,8 @@ def _console():
 
 # --------------------------------------------------------------------------- build
 @main.command()
-@click.argument("trace", type=click.Path(dir_okay=False))
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+@click.argument("trace", type=str)
+@click.option("-o", "--output", required=True, type=str,
               help="Where to save the graph: .gpickle (fast) or .json.gz / .json (node-link).")
 @click.option("--format", "fmt", default=None, help="Force the input format (default: detect by content).")
 def build(trace: str, output: str, fmt: str | None) -> None:
@@ -116,7 +116,7 @@ def build(trace: str, output: str, fmt: str | None) -> None:
 
 # --------------------------------------------------------------------------- info
 @main.command()
-@click.argument("input", type=click.Path(dir_okay=False))
+@click.argument("input", type=str)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schemas/info.schema.json).")
 @click.option("--format", "fmt", default=None, help="Force the input format of a raw trace.")
 def info(input: str, as_json: bool, fmt: str | None) -> None:

@@ -8,7 +8,7 @@ from opgraph.cli import _console, emit_json, load_input, main
 
 
 @main.command("critical-path")
-@click.argument("input", type=click.Path(dir_okay=False))
+@click.argument("input", type=str)
 @click.option("--window", default=None,
               help="'all' for the whole trace, or a regex matched against annotation/op names "
                    "(default: each ProfilerStep#N, else the whole trace).")
@@ -29,7 +29,7 @@ def critical_path_cmd(input: str, window: str | None, as_json: bool, no_path: bo
 
 
 @main.command("idle")
-@click.argument("input", type=click.Path(dir_okay=False))
+@click.argument("input", type=str)
 @click.option("--kernel-wait-us", default=30.0, show_default=True,
               help="Per-stream gaps shorter than this that are not host waits count as kernel_wait.")
 @click.option("--top", default=15, show_default=True, help="Blamed CPU ops to list.")

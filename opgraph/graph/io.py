@@ -174,16 +174,28 @@ class SafeUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"refused global {module}.{name}: not on opgraph's allow-list")
 
 
+def check_writable(path: str | Path) -> None:
+    """Raise a one-line input error when ``path`` cannot be written."""
+    p = Path(path)
+    if p.is_dir():
+        raise OpgraphInputError(str(p), "is a directory, expected an output file name")
+    if not p.parent.exists():
+        raise OpgraphInputError(str(p), f"cannot write: directory {str(p.parent)!r} does not exist")
+
+
 def save_gpickle(G: "nx.DiGraph | GraphPayload", path: str | Path) -> None:
     """Write ``G`` (a graph, or a :class:`GraphPayload` standing for one) as a pickle
     (protocol 5)."""
     import gc
 
+    check_writable(path)
     was = gc.isenabled()
     gc.disable()
     try:
         with open(path, "wb") as fh:
             _GraphPickler(fh, protocol=5).dump(G)
+    except OSError as e:
+        raise OpgraphInputError(str(path), f"cannot write: {e.strerror or e}") from None
     finally:
         if was:
             gc.enable()
@@ -243,7 +255,7 @@ def events_from_columns(cols: dict[str, list]) -> pd.DataFrame:
             data[c] = np.array(vals, dtype=np.int64)
         elif c == "kind":
             data[c] = pd.Categorical(vals, categories=list(ALL_KINDS))
-        elif c in ("cat", "ph"):
+        elif c in ("cat", "ph", "name", "pid", "tid", "bp"):
             arr = np.array(vals, dtype=object)
             codes, uniques = pd.factorize(arr)
             data[c] = pd.Categorical.from_codes(codes, categories=pd.Index(uniques, dtype=object))
@@ -319,6 +331,7 @@ def load_node_link(path: str | Path) -> nx.DiGraph:
 def save_graph(G: nx.DiGraph, path: str | Path) -> None:
     """Save by extension: ``.gpickle`` or node-link ``.json[.gz]``."""
     s = str(path)
+    check_writable(s)
     if s.endswith(".gpickle"):
         save_gpickle(G, path)
     elif s.endswith(".json.gz") or s.endswith(".json"):

@@ -155,6 +155,43 @@ def _check_types(path: str, values: list, field: str, ok: tuple[type, ...],
     return has_none
 
 
+#: |µs| values beyond this do not fit int64 nanoseconds (~292 years).
+_MAX_US = 9.2e15
+
+
+def _check_range(path: str, values: list, field: str, present: np.ndarray) -> None:
+    """Raise when a time value's ns would not fit an int64."""
+    if not len(values):
+        return
+    arr = np.asarray([v if v is not None else 0 for v in values] if not present.all() else values, dtype=np.float64)
+    bad = ~(np.abs(arr) < _MAX_US)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise _bad(path, i, f"'{field}' = {values[i]!r} µs is out of range (it does not fit int64 nanoseconds)")
+
+
+def _align_tokens(toks: list[bytes], fvals: np.ndarray) -> np.ndarray | None:
+    """Pick, in order, the text tokens that belong to the events' timestamps when the file
+    has extra ``"ts"`` keys (e.g. inside args): greedy match of each event's decoded value
+    against the next token that parses to the same float. None if they cannot be aligned."""
+    out = []
+    j = 0
+    m = len(toks)
+    for f in fvals.tolist():
+        while j < m:
+            try:
+                v = float(toks[j])
+            except ValueError:
+                v = None
+            j += 1
+            if v is not None and v == f:
+                out.append(toks[j - 1])
+                break
+        else:
+            return None
+    return np.array(out) if out else None
+
+
 def _exact_ts_ns(src: SourceBytes, ts: list, has_ts: np.ndarray, types: set) -> tuple[np.ndarray, bool]:
     """Integer ns timestamps, exact. ``ts`` are the decoded values (µs, int or float),
     ``types`` the set of their Python types. Returns (ns, exact)."""
@@ -175,8 +212,9 @@ def _exact_ts_ns(src: SourceBytes, ts: list, has_ts: np.ndarray, types: set) -> 
         return out, True
     # Epoch-scale fractional values: take the digits from the text, aligned by order.
     toks = _TS_TEXT_RE.findall(src.data)
-    if len(toks) == len(idx):
-        arr = np.array(toks)
+    arr = np.array(toks) if len(toks) == len(idx) else (
+        _align_tokens(toks, fvals) if len(toks) > len(idx) else None)
+    if arr is not None:
         if not (np.strings.find(arr, b"e") >= 0).any() and not (np.strings.find(arr, b"E") >= 0).any():
             ip, _, fp = np.strings.partition(arr, b".")
             ints = ip.astype(np.int64)
@@ -225,6 +263,28 @@ def _int_arg(args: np.ndarray, rows: np.ndarray, n: int, key: str, alt: str | No
         vals = [(a[key] if key in a else a.get(alt, -1)) if a else -1 for a in sub]
     out[rows] = _int_values(vals)
     return out
+
+
+def _flow_ids(vals: list) -> np.ndarray:
+    """Flow ids as int64: integers kept, ``"0x1a"``/``"26"`` strings parsed, any other string
+    mapped to a stable id of its own above 2**62 (flows pair by equal ids)."""
+    if set(map(type, vals)) <= {int}:
+        return _int_values(vals)
+    other: dict[str, int] = {}
+    out = []
+    for v in vals:
+        if type(v) is int:
+            out.append(v if -(2**63) <= v < 2**63 else other.setdefault(str(v), 2**62 + len(other)))
+        elif type(v) is str:
+            t = v.strip().lower()
+            try:
+                out.append(int(t, 16) if t.startswith("0x") else int(t))
+                continue
+            except ValueError:
+                out.append(other.setdefault(v, 2**62 + len(other)))
+        else:
+            out.append(NONE_ID)
+    return np.array(out, dtype=np.int64)
 
 
 def _norm_ids(vals: list) -> list:
@@ -288,6 +348,13 @@ def _events_to_table(src: SourceBytes, events: list) -> EventTable:
         has_dur = np.ones(n, dtype=bool)
         dur_f = np.asarray(dur, dtype=np.float64)
 
+    _check_range(path, ts, "ts", has_ts)
+    _check_range(path, dur, "dur", has_dur)
+    for field, col in (("pid", pid), ("tid", tid)):
+        bad_t = set(map(type, col)) - {int, str, type(None), float}
+        if bad_t:
+            i = next(i for i, v in enumerate(col) if type(v) in bad_t)
+            raise _bad(path, i, f"'{field}' has the wrong type ({type(col[i]).__name__}), expected a number or a string")
     ts_ns, exact = _exact_ts_ns(src, ts, has_ts, ts_types - {type(None)})
     if (dur_f < 0).any():
         i = int(np.flatnonzero(dur_f < 0)[0])
@@ -345,7 +412,7 @@ def _events_to_table(src: SourceBytes, events: list) -> EventTable:
     flow_id = np.full(n, NONE_ID, dtype=np.int64)
     if len(flow_rows):
         fid_arr = np.asarray(fid, dtype=object)
-        flow_id[flow_rows] = _int_values([v if v is not None else -1 for v in fid_arr[flow_rows].tolist()])
+        flow_id[flow_rows] = _flow_ids(fid_arr[flow_rows].tolist())
     # Old traces: 0 means "none" for the external id.
     external_id[external_id == 0] = NONE_ID
     pid_n = _norm_ids(pid)

@@ -1,0 +1,222 @@
+"""Shared test configuration: where the real traces are, a per-session graph cache, and
+small helpers to run the CLI in-process (click's CliRunner) or as a real subprocess.
+
+Real traces live beside the repository in ``../shared/traces`` (read-only, never copied
+into the repo). Tests that use them are marked ``real_traces`` and skip with a clear reason
+when the folder is absent.
+
+Graph cache: the session fixture ``kineto_graph`` is parametrised over every file in
+``A_kineto``; pytest groups the tests by trace, so each real trace is read and built once
+for all the tests that need it and is released when the next trace starts (the cache
+below keeps only the last few graphs, so memory stays bounded).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import networkx as nx
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+ROOT = Path(__file__).resolve().parents[1]
+TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
+KINETO_DIR = TRACES / "A_kineto"
+SYNTH_DIR = ROOT / "fixtures" / "synth"
+
+KINETO_FILES: list[Path] = sorted(p for p in KINETO_DIR.iterdir() if p.is_file()) if KINETO_DIR.is_dir() else []
+NO_TRACES_REASON = f"real traces not available: {KINETO_DIR} does not exist"
+SYNTH_TRACES: list[Path] = sorted(p for p in SYNTH_DIR.glob("*.json") if not p.name.endswith(".answers.json"))
+
+#: Skip marker for anything that needs ../shared/traces.
+requires_traces = pytest.mark.skipif(not KINETO_DIR.is_dir(), reason=NO_TRACES_REASON)
+
+
+def kineto_params() -> list[Any]:
+    """``pytest.param`` per real Kineto trace (id = file name), or one skipped param."""
+    if not KINETO_FILES:
+        return [pytest.param(None, id="no-traces", marks=pytest.mark.skip(reason=NO_TRACES_REASON))]
+    return [pytest.param(p, id=p.name) for p in KINETO_FILES]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "real_traces: needs ../shared/traces (skipped when absent)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if KINETO_DIR.is_dir():
+        return
+    skip = pytest.mark.skip(reason=NO_TRACES_REASON)
+    for item in items:
+        if "real_traces" in item.keywords:
+            item.add_marker(skip)
+
+
+# --------------------------------------------------------------------------- graph cache
+_CACHE_SIZE = 3
+_GRAPHS: "OrderedDict[str, nx.DiGraph]" = OrderedDict()
+_FACTS: "OrderedDict[str, GraphFacts]" = OrderedDict()
+BUILD_COUNT: dict[str, int] = {}
+
+
+def load_graph(path: str | Path) -> nx.DiGraph:
+    """The graph of ``path`` (built with ``opgraph.graph.io.load_any``), cached per session.
+
+    Callers must not mutate the returned graph."""
+    from opgraph.graph.io import load_any
+
+    key = str(Path(path).resolve())
+    G = _GRAPHS.get(key)
+    if G is None:
+        G = load_any(key)
+        BUILD_COUNT[key] = BUILD_COUNT.get(key, 0) + 1
+        _GRAPHS[key] = G
+        while len(_GRAPHS) > _CACHE_SIZE:
+            old, _ = _GRAPHS.popitem(last=False)
+            _FACTS.pop(old, None)
+    else:
+        _GRAPHS.move_to_end(key)
+    return G
+
+
+@dataclass
+class GraphFacts:
+    """Arrays of a graph for vectorised checks. Node attributes are indexed by node id
+    (eid); ``src``/``dst``/``ekind`` list every edge."""
+
+    G: nx.DiGraph
+    ids: np.ndarray
+    kind: np.ndarray     # object, by eid ('' for eids that are not nodes)
+    ts: np.ndarray       # int64 ns, by eid
+    end: np.ndarray      # ts + dur, by eid
+    pid: np.ndarray      # object, by eid
+    tid: np.ndarray      # object, by eid
+    device: np.ndarray   # int64, by eid
+    stream: np.ndarray   # int64, by eid
+    corr: np.ndarray     # int64, by eid
+    src: np.ndarray
+    dst: np.ndarray
+    ekind: np.ndarray    # object, per edge
+    edata: list[dict]
+
+    def edges_of(self, kind: str) -> tuple[np.ndarray, np.ndarray]:
+        m = self.ekind == kind
+        return self.src[m], self.dst[m]
+
+
+def graph_facts(path: str | Path) -> GraphFacts:
+    """Arrays of the cached graph of ``path`` (computed once per graph)."""
+    key = str(Path(path).resolve())
+    G = load_graph(key)
+    f = _FACTS.get(key)
+    if f is not None and f.G is G:
+        return f
+    nodes = G._node
+    ids = np.fromiter(nodes.keys(), dtype=np.int64, count=len(nodes))
+    size = int(ids.max()) + 1 if len(ids) else 0
+    kind = np.full(size, "", dtype=object)
+    ts = np.zeros(size, dtype=np.int64)
+    end = np.zeros(size, dtype=np.int64)
+    pid = np.full(size, None, dtype=object)
+    tid = np.full(size, None, dtype=object)
+    device = np.full(size, -1, dtype=np.int64)
+    stream = np.full(size, -1, dtype=np.int64)
+    corr = np.full(size, -1, dtype=np.int64)
+    attrs = list(nodes.values())
+    kind[ids] = [d["kind"] for d in attrs]
+    ts[ids] = [d["ts"] for d in attrs]
+    end[ids] = [d["ts"] + d["dur"] for d in attrs]
+    pid[ids] = [d.get("pid") for d in attrs]
+    tid[ids] = [d.get("tid") for d in attrs]
+    device[ids] = [d.get("device", -1) for d in attrs]
+    stream[ids] = [d.get("stream", -1) for d in attrs]
+    corr[ids] = [d.get("correlation", -1) for d in attrs]
+    edges = list(G.edges(data=True))
+    src = np.array([u for u, _, _ in edges], dtype=np.int64)
+    dst = np.array([v for _, v, _ in edges], dtype=np.int64)
+    ekind = np.array([d.get("kind") for _, _, d in edges], dtype=object)
+    f = GraphFacts(G, ids, kind, ts, end, pid, tid, device, stream, corr, src, dst, ekind,
+                   [d for _, _, d in edges])
+    _FACTS[key] = f
+    return f
+
+
+@pytest.fixture(scope="session", params=kineto_params())
+def kineto_path(request: pytest.FixtureRequest) -> Path:
+    """Each real Kineto trace in turn (session scope: tests are grouped per trace)."""
+    return request.param
+
+
+@pytest.fixture(scope="session")
+def kineto_graph(kineto_path: Path) -> nx.DiGraph:
+    """The built graph of the current real trace (built once per session)."""
+    return load_graph(kineto_path)
+
+
+@pytest.fixture(scope="session")
+def kineto_facts(kineto_path: Path, kineto_graph: nx.DiGraph) -> GraphFacts:
+    return graph_facts(kineto_path)
+
+
+# --------------------------------------------------------------------------- CLI helpers
+@dataclass
+class CliResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+    exception: BaseException | None = None
+
+
+def _run_cli(args: list[str]) -> CliResult:
+    from opgraph.cli import main
+
+    r = CliRunner().invoke(main, [str(a) for a in args])
+    exc = r.exception if r.exception is not None and not isinstance(r.exception, SystemExit) else None
+    return CliResult(r.exit_code, r.stdout, r.stderr, exc)
+
+
+def _run_subprocess(args: list[str], cwd: Path | None = None) -> CliResult:
+    p = subprocess.run([sys.executable, "-m", "opgraph.cli", *[str(a) for a in args]],
+                       capture_output=True, text=True, cwd=cwd, timeout=120)
+    return CliResult(p.returncode, p.stdout, p.stderr)
+
+
+@pytest.fixture
+def cli() -> Callable[[list[str]], CliResult]:
+    """Run ``opgraph <args>`` in-process with click's CliRunner (stderr kept apart)."""
+    return _run_cli
+
+
+@pytest.fixture
+def cli_subprocess() -> Callable[..., CliResult]:
+    """Run ``python -m opgraph.cli <args>`` in a real subprocess."""
+    return _run_subprocess
+
+
+def assert_one_line_error(r: CliResult, path: str | Path, *needles: str) -> str:
+    """Exit code 2, nothing on stdout, exactly one line on stderr that names ``path`` and
+    contains every needle (case-insensitive); no traceback. Returns the line."""
+    assert r.exception is None, f"unexpected exception {r.exception!r}"
+    assert r.exit_code == 2, f"exit code {r.exit_code}; stderr={r.stderr!r}"
+    assert r.stdout == "", f"stdout should be empty, got {r.stdout!r}"
+    assert "Traceback" not in r.stderr
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and r.stderr.endswith("\n"), f"expected one line, got {r.stderr!r}"
+    line = lines[0]
+    assert line.startswith("opgraph: error: "), line
+    assert str(path) in line, f"{path} not named in {line!r}"
+    for n in needles:
+        assert n.lower() in line.lower(), f"{n!r} not in {line!r}"
+    return line
+
+
+@pytest.fixture
+def one_line_error() -> Callable[..., str]:
+    """:func:`assert_one_line_error` as a fixture."""
+    return assert_one_line_error
