@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 from pathlib import Path
 
 import pytest
@@ -23,9 +22,10 @@ REAL = sorted(p.name for p in TRACES.glob("*")) if TRACES.is_dir() else []
 needs_traces = pytest.mark.skipif(not TRACES.is_dir(), reason="../shared/traces is absent")
 
 
-@lru_cache(maxsize=None)
 def graph(path: str):
-    return load_any(path)
+    from conftest import load_graph  # the session-wide cache shared by the test modules
+
+    return load_graph(path)
 
 
 def answers(name: str) -> dict:
