@@ -80,7 +80,13 @@ def _console():
 @click.option("-o", "--output", required=True, type=str,
               help="Where to save the graph: .gpickle (fast) or .json.gz / .json (node-link).")
 @click.option("--format", "fmt", default=None, help="Force the input format (default: detect by content).")
-def build(trace: str, output: str, fmt: str | None) -> None:
+@click.option("--et", "et_path", default=None, type=click.Path(dir_okay=False),
+              help="PyTorch execution trace of the same run: adds data edges and exact shapes.")
+@click.option("--iterations", default=None, metavar="A:B",
+              help="Keep only steps A..B-1 (0-based positions, Python slice rules) and the GPU work they launched.")
+@click.option("--step-regex", default=None, help="With --iterations: what a step is (default ProfilerStep#N).")
+def build(trace: str, output: str, fmt: str | None, et_path: str | None, iterations: str | None,
+          step_regex: str | None) -> None:
     """Build the typed DAG of TRACE and save it."""
     import gc
 
@@ -95,11 +101,20 @@ def build(trace: str, output: str, fmt: str | None) -> None:
     gc.disable()  # millions of long-lived, acyclic objects: the cyclic GC only costs time here
     with phase_progress(f"building {os.path.basename(trace)}") as step:
         got = read_input(trace, format=fmt, step=step)
+        if iterations is not None:
+            if isinstance(got, nx.DiGraph):
+                raise OpgraphInputError(trace, "--iterations needs a raw trace, not a saved graph")
+            got = _trim(trace, got, iterations, step_regex)
         if isinstance(got, nx.DiGraph):
+            if et_path is not None:
+                raise OpgraphInputError(trace, "--et needs a raw trace, not a saved graph")
             n_nodes, n_edges, health = got.number_of_nodes(), got.number_of_edges(), got.graph.get("health", [])
             step("save")
             save_graph(got, output)
         else:
+            if et_path is not None:  # [issue #7] link an execution trace (opgraph/graph/et_link.py)
+                from opgraph.graph.et_link import attach_et_file, report_line
+                click.echo(report_line(attach_et_file(got, et_path)), err=True)
             payload = build_payload(got, step)
             del got
             n_nodes, n_edges = len(payload["nodes"]), len(payload["src"])
@@ -112,6 +127,22 @@ def build(trace: str, output: str, fmt: str | None) -> None:
     click.echo(f"{output}: {n_nodes} nodes, {n_edges} edges"
                + (f", {len(health)} trace-health warnings (see `opgraph info`)" if health else ""),
                err=True)
+
+
+def _trim(path: str, table, spec: str, step_regex: str | None):
+    """Apply ``--iterations A:B`` to an event table."""
+    from opgraph.analysis.iterations import trim_table
+
+    try:
+        a, b = spec.split(":")
+        start = int(a) if a.strip() else 0
+        stop = int(b) if b.strip() else None
+    except ValueError:
+        raise OpgraphInputError(path, f"--iterations {spec!r}: expected A:B, e.g. 10:20") from None
+    try:
+        return trim_table(table, start, stop if stop is not None else 10**9, step_regex)
+    except ValueError as e:
+        raise OpgraphInputError(path, f"--iterations {spec}: {e}") from None
 
 
 # --------------------------------------------------------------------------- info

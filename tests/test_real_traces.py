@@ -132,8 +132,11 @@ def test_host_seq_goes_forward_on_one_thread(kineto_facts) -> None:
     assert (f.ts[d] >= f.ts[s]).all()
     assert all(a == b for a, b in zip(f.pid[s], f.pid[d]))
     assert all(a == b for a, b in zip(f.tid[s], f.tid[d]))
-    # siblings in program order do not overlap (beyond the µs rounding tolerance)
-    assert (f.end[s] <= f.ts[d] + NEST_TOLERANCE_NS).all()
+    # siblings in program order do not overlap (beyond the µs rounding tolerance), except
+    # where a crossover range was moved out of a range it did not fit in (counted in health)
+    overlapping = int((f.end[s] > f.ts[d] + NEST_TOLERANCE_NS).sum())
+    crossovers = {h["code"]: h["count"] for h in f.G.graph["health"]}.get("nesting_crossover", 0)
+    assert overlapping <= crossovers
     # one successor and one predecessor at most
     assert np.bincount(s, minlength=len(f.kind)).max(initial=0) <= 1
     assert np.bincount(d, minlength=len(f.kind)).max(initial=0) <= 1

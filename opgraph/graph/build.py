@@ -26,7 +26,7 @@ from opgraph.ingest.table import (
 
 #: A blocking call may return up to this long after the GPU work it awaited ended (ns).
 SYNC_TOLERANCE_NS = 1000
-EDGE_KINDS = ("nest", "host_seq", "launch", "stream_seq", "sync", "event_wait", "flow")
+EDGE_KINDS = ("nest", "host_seq", "launch", "stream_seq", "sync", "event_wait", "flow", "data")  # [issue #7] + data
 
 Step = Callable[[str], None]
 
@@ -196,6 +196,8 @@ def build_payload(table: EventTable, step: Step = _noop) -> dict[str, Any]:
 
     # --- assemble ---
     step("graph")
+    from opgraph.graph.et_link import add_extra_edges  # [issue #7 hook] ET data edges
+    add_extra_edges(edges, table.meta.get("extra_edges"))  # [issue #7 hook]
     payload = _payload(ev, is_node, eid, ts, dur, device, stream, corr, edges, health_dup=warn)
     span = (int(ts[is_node].min()), int(end[is_node].max())) if is_node.any() else (0, 0)
     meta = table.meta
@@ -220,7 +222,8 @@ def _link_flows(ev: pd.DataFrame, kind: np.ndarray, lane: np.ndarray, ts: np.nda
     if not len(fl):
         return Edges.empty(), Edges.empty(), (0, -1), (0, -1)
     nodes = np.flatnonzero(is_node | (kind == "cuda_sync"))
-    bound = bind_points(lane[nodes], ts[nodes], end[nodes], eid[nodes], lane[fl], ts[fl])
+    bound = bind_points(lane[nodes], ts[nodes], end[nodes], eid[nodes], lane[fl], ts[fl],
+                        ev["correlation"].to_numpy()[nodes], ev["flow_id"].to_numpy()[fl])
     cats = ev["cat"].to_numpy(dtype=object)[fl]
     df = pd.DataFrame({"cat": pd.Series(cats).astype(str).to_numpy(), "id": ev["flow_id"].to_numpy()[fl],
                        "start": kind[fl] == "flow_start", "ev": bound, "ts": ts[fl], "fe": eid[fl]})

@@ -86,37 +86,38 @@ def link_launches(rt_eid: np.ndarray, rt_corr: np.ndarray, rt_pid: np.ndarray, r
 
 
 def bind_points(ev_lane: np.ndarray, ev_ts: np.ndarray, ev_end: np.ndarray, ev_eid: np.ndarray,
-                pt_lane: np.ndarray, pt_ts: np.ndarray) -> np.ndarray:
-    """Bind flow end points (lane, ts) to events: the innermost event on the lane that starts
-    exactly at ts, else the innermost event that encloses ts (Chrome's ``bp: "e"``
-    binding). Returns eids, -1 where nothing binds.
-
-    ``ev_*`` are node events (any order), ``pt_*`` the points. Lanes are int codes.
+                pt_lane: np.ndarray, pt_ts: np.ndarray, ev_corr: np.ndarray | None = None,
+                pt_id: np.ndarray | None = None) -> np.ndarray:
+    """Bind flow end points (lane, ts) to events: an event on the lane that starts exactly at
+    ts — the one whose correlation equals the flow id when given (launch flows), else the
+    innermost — else the innermost event that encloses ts (Chrome's ``bp: "e"`` binding).
+    Returns eids, -1 where nothing binds. Lanes are int codes.
     """
-    if len(pt_ts) == 0 or len(ev_ts) == 0:
-        return np.full(len(pt_ts), -1, dtype=np.int64)
-    # sort events by (lane, ts, shortest last) so the last match of a start is innermost
-    o = np.lexsort((-(ev_end - ev_ts), ev_ts, ev_lane))
-    L, T, E, I = ev_lane[o], ev_ts[o], ev_end[o], ev_eid[o]
-    out = np.full(len(pt_ts), -1, dtype=np.int64)
-    key_ev = pd.MultiIndex.from_arrays([L, T])
-    key_pt = pd.MultiIndex.from_arrays([pt_lane, pt_ts])
-    # exact starts: keep the innermost (last in sort order) per (lane, ts)
-    last = ~pd.Index(key_ev).duplicated(keep="last")
-    exact_idx = pd.MultiIndex.from_arrays([L[last], T[last]]).get_indexer(key_pt)
-    hit = exact_idx >= 0
-    out[hit] = I[last][exact_idx[hit]]
-    # enclosing: the latest-starting event on the lane that starts before ts and ends after
-    miss = np.flatnonzero(~hit)
+    n_pt = len(pt_ts)
+    out = np.full(n_pt, -1, dtype=np.int64)
+    if n_pt == 0 or len(ev_ts) == 0:
+        return out
+    evd = pd.DataFrame({"lane": ev_lane, "ts": ev_ts, "eid": ev_eid, "dur": ev_end - ev_ts,
+                        "corr": ev_corr if ev_corr is not None else np.full(len(ev_ts), -1)})
+    ptd = pd.DataFrame({"lane": pt_lane, "ts": pt_ts, "p": np.arange(n_pt),
+                        "id": pt_id if pt_id is not None else np.full(n_pt, -2)})
+    m = ptd.merge(evd, on=["lane", "ts"], how="inner")
+    if len(m):
+        m["match"] = (m["corr"] == m["id"]).astype(np.int8)
+        m = m.sort_values(["p", "match", "dur"], ascending=[True, False, True], kind="stable")
+        m = m.drop_duplicates("p")
+        out[m["p"].to_numpy()] = m["eid"].to_numpy()
+    miss = np.flatnonzero(out < 0)
     if len(miss):
-        # position of the last event with (lane, ts) <= point, then walk back a little
+        o = np.lexsort((-(ev_end - ev_ts), ev_ts, ev_lane))
+        L, T, E, I = ev_lane[o], ev_ts[o], ev_end[o], ev_eid[o]
         lane_start = np.searchsorted(L, pt_lane[miss], side="left")
         lane_end = np.searchsorted(L, pt_lane[miss], side="right")
-        for j, p in enumerate(miss):
-            lo, hi = lane_start[j], lane_end[j]
+        for j, p in enumerate(miss.tolist()):
+            lo, hi = int(lane_start[j]), int(lane_end[j])
             if lo == hi:
                 continue
-            k = lo + np.searchsorted(T[lo:hi], pt_ts[p], side="right") - 1
+            k = lo + int(np.searchsorted(T[lo:hi], pt_ts[p], side="right")) - 1
             steps = 0
             while k >= lo and steps < 64:
                 if E[k] >= pt_ts[p]:

@@ -16,8 +16,8 @@ class NestResult:
 
     ``parent[i]`` is the position of i's innermost enclosing range, or -1 for a root.
     ``order`` is the sweep order (lane, start, longest first, input position).
-    ``crossovers`` lists positions whose end crossed their parent's end by more than the
-    tolerance; they were nested under that parent with their end clipped for the sweep.
+    ``crossovers`` lists positions of ranges that started inside a range and ended after it
+    (by more than the tolerance); they were nested under an enclosing range instead.
     """
 
     parent: np.ndarray
@@ -36,8 +36,10 @@ def nest_sweep(lane: np.ndarray, start: np.ndarray, end: np.ndarray,
     Rules: an event starting at or after the top of the stack's end closes it. An event
     that starts less than ``tolerance_ns`` before the top's end *and* ends beyond it is a
     successor with rounding bleed, not a child. An event whose end overshoots the top's end
-    by less than the tolerance is a child (bleed). Otherwise an overshooting event is a
-    crossover: it is nested under the top and clipped, and counted.
+    by less than the tolerance is a child (bleed, clipped for the sweep). An event that
+    starts inside the top but ends later than that is a crossover: the top cannot contain
+    it, so the event is nested under the innermost range that does contain it (or becomes a
+    root), and it is counted.
     """
     n = len(lane)
     order = np.lexsort((np.arange(n), -(end - start), start, lane))
@@ -63,20 +65,25 @@ def nest_sweep(lane: np.ndarray, start: np.ndarray, end: np.ndarray,
             cur_lane = ln
             stack_pos.clear()
             stack_end.clear()
+        crossed = False
         while stack_end:
             te = stack_end[-1]
             if te <= s or (te - s < tol and e - te >= tol):
+                stack_end.pop()  # ended, or a successor starting inside the rounding bleed
+                stack_pos.pop()
+            elif e - te >= tol:
+                crossed = True  # starts inside the top but ends well after it: not its child
                 stack_end.pop()
                 stack_pos.pop()
             else:
                 break
+        if crossed:
+            cross.append(k)
         if stack_end:
             te = stack_end[-1]
             par[k] = stack_pos[-1]
             if e > te:
-                if e - te >= tol:
-                    cross.append(k)
-                e = te
+                e = te  # bleed shorter than the tolerance: clip for the sweep
         if cp_l is None or cp_l[k]:
             stack_pos.append(k)
             stack_end.append(e)

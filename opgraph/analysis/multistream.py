@@ -1,0 +1,248 @@
+"""GPU busy time, per-stream activity, multistream overlap, idle time and QPS.
+
+Definitions (seed-algorithms.md §4, corrected). For the device activities (kernels,
+memcpy, memset) of one device, clipped to a window ``W``:
+
+- ``busy`` (union) = total length of the union of the activity intervals;
+- ``active[s]`` = length of the union of the intervals on stream ``s``;
+- ``overlap`` = Σ_s active[s] − busy (time covered by more than one stream, counted once
+  per extra stream);
+- ``idle`` = |W| − busy.
+
+The sorted sweep of the reference gives the same numbers: with activities sorted by start
+and F the running union front, ``idle += max(0, start − F)`` and ``overlap += max(0,
+min(F, end) − start)`` taken *before* ``F = max(F, end)``. (The seed advanced F first,
+counted the first kernel as overlapping itself and back-to-back kernels as overlapped.)
+
+``QPS = steps × batch_size / host runtime``; the batch size is always an argument.
+Times are ns inside, µs in the returned documents.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+
+from opgraph.analysis.iterations import GraphFrame, Window, analysis_window, frame_of, union_length_by
+
+
+@dataclass
+class SweepResult:
+    """Result of :func:`overlap_sweep` (ns)."""
+
+    busy: int
+    overlap: int
+    gaps: int
+    first: int
+    last: int
+
+
+def overlap_sweep(start: np.ndarray, end: np.ndarray) -> SweepResult:
+    """The corrected multistream sweep over intervals ``[start, end)`` (ns), vectorised.
+
+    Parameters
+    ----------
+    start, end : int64 arrays
+        Activity intervals, any order.
+
+    Returns
+    -------
+    SweepResult
+        ``busy`` (union length), ``overlap`` (Σ durations − union), ``gaps`` (idle time
+        between the first start and the last end), ``first``/``last``.
+    """
+    start = np.asarray(start, np.int64)
+    end = np.maximum(np.asarray(end, np.int64), start)
+    if not len(start):
+        return SweepResult(0, 0, 0, 0, 0)
+    o = np.lexsort((-end, start))
+    s, e = start[o], end[o]
+    front = np.maximum.accumulate(e)
+    prev = np.empty_like(front)
+    prev[0] = s[0]
+    prev[1:] = front[:-1]
+    gaps = int(np.maximum(0, s - prev).sum())
+    overlap = int(np.maximum(0, np.minimum(prev, e) - s).sum())
+    busy = int(np.maximum(0, e - np.maximum(s, prev)).sum())
+    return SweepResult(busy, overlap, gaps, int(s[0]), int(front[-1]))
+
+
+def seed_overlap_sweep(start: np.ndarray, end: np.ndarray) -> tuple[int, int]:
+    """The seed's (wrong) sweep, kept only to show in tests how it differs.
+
+    Returns (idle, overlapped) in the input unit."""
+    o = np.lexsort((-np.asarray(end), np.asarray(start)))
+    ks = list(zip(np.asarray(start)[o].tolist(), np.asarray(end)[o].tolist()))
+    idle = overlapped = 0
+    last_end = ks[0][1]
+    for s, e in ks:
+        if s > last_end:
+            idle += s - last_end
+            last_end = e
+        else:
+            last_end = max(last_end, e)
+            overlapped += min(last_end, e) - s
+    return idle, overlapped
+
+
+def qps(steps: int, batch_size: int, runtime_us: float) -> float:
+    """Queries (samples) per second: ``steps × batch_size × 1e6 / runtime_us``.
+
+    Parameters
+    ----------
+    steps : int
+        Iterations in ``runtime_us``.
+    batch_size : int
+        Samples per iteration (never assumed).
+    runtime_us : float
+        Host runtime of those iterations in µs (net of data loading).
+
+    Returns
+    -------
+    float
+    """
+    if runtime_us <= 0:
+        raise ValueError("runtime must be positive")
+    return steps * batch_size * 1e6 / runtime_us
+
+
+def _clip(f: GraphFrame, idx: np.ndarray, w0: int, w1: int) -> tuple[np.ndarray, np.ndarray]:
+    a = np.clip(f.ts[idx], w0, w1)
+    b = np.clip(f.end[idx], w0, w1)
+    return a, np.maximum(a, b)
+
+
+def stream_stats(G: nx.DiGraph | GraphFrame, window: Window | tuple[int, int] | None = None) -> pd.DataFrame:
+    """Per (device, stream) activity inside a window.
+
+    Parameters
+    ----------
+    G : networkx.DiGraph or GraphFrame
+    window : Window or (start_ns, end_ns), optional
+        Default: :func:`~opgraph.analysis.iterations.analysis_window` (the steps' span).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (device, stream) with ``activities``, ``kernels``, ``active_ns``
+        (union of the stream's intervals), ``device_ns`` (Σ clipped durations),
+        ``idle_ns`` = span − active, ``span_ns`` (window length), ``first_ns``/``last_ns``.
+    """
+    f = frame_of(G)
+    w0, w1 = _window_bounds(f, window)
+    act = np.flatnonzero(f.is_activity & (f.end > w0) & (f.ts < w1)
+                        | (f.is_activity & (f.dur == 0) & (f.ts >= w0) & (f.ts < w1)))
+    cols = ["device", "stream", "activities", "kernels", "active_ns", "device_ns", "idle_ns", "span_ns",
+            "first_ns", "last_ns"]
+    if not len(act):
+        return pd.DataFrame(columns=cols)
+    a, b = _clip(f, act, w0, w1)
+    key = f.device[act] * (1 << 32) + f.stream[act] + 1
+    df = pd.DataFrame({"key": key, "device": f.device[act], "stream": f.stream[act], "a": a, "b": b,
+                       "k": f.kind[act] == 4})
+    df["d"] = df["b"] - df["a"]
+    g = df.groupby("key")
+    out = g.agg(device=("device", "first"), stream=("stream", "first"), activities=("a", "size"),
+                kernels=("k", "sum"), device_ns=("d", "sum"), first_ns=("a", "min"), last_ns=("b", "max"))
+    out["active_ns"] = union_length_by(key, a, b).reindex(out.index).to_numpy()
+    out["span_ns"] = w1 - w0
+    out["idle_ns"] = out["span_ns"] - out["active_ns"]
+    out = out.reset_index(drop=True).sort_values(["device", "stream"]).reset_index(drop=True)
+    return out[cols].astype({c: np.int64 for c in cols})
+
+
+def _window_bounds(f: GraphFrame, window: Window | tuple[int, int] | None) -> tuple[int, int]:
+    if window is None:
+        window = analysis_window(f)
+    if isinstance(window, Window):
+        return window.start, window.end
+    return int(window[0]), int(window[1])
+
+
+def device_stats(G: nx.DiGraph | GraphFrame, window: Window | tuple[int, int] | None = None) -> pd.DataFrame:
+    """Per device: union busy time, Σ per-stream active, overlap and idle in a window.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``device``, ``streams``, ``busy_ns``, ``stream_active_ns``,
+        ``overlap_ns`` (= stream_active − busy), ``idle_ns`` (= span − busy), ``span_ns``,
+        ``sweep_overlap_ns`` (the corrected sweep, Σ durations − union; equals
+        ``overlap_ns`` when no stream overlaps itself).
+    """
+    f = frame_of(G)
+    w0, w1 = _window_bounds(f, window)
+    ss = stream_stats(f, (w0, w1))
+    cols = ["device", "streams", "busy_ns", "stream_active_ns", "overlap_ns", "idle_ns", "span_ns",
+            "sweep_overlap_ns"]
+    if not len(ss):
+        return pd.DataFrame(columns=cols)
+    act = np.flatnonzero(f.is_activity & (f.end > w0) & (f.ts < w1))
+    a, b = _clip(f, act, w0, w1)
+    rows = []
+    dev = f.device[act]
+    for d in sorted(ss["device"].unique().tolist()):
+        m = dev == d
+        sw = overlap_sweep(a[m], b[m])
+        sa = int(ss.loc[ss["device"] == d, "active_ns"].sum())
+        rows.append({"device": int(d), "streams": int((ss["device"] == d).sum()), "busy_ns": sw.busy,
+                     "stream_active_ns": sa, "overlap_ns": sa - sw.busy, "idle_ns": (w1 - w0) - sw.busy,
+                     "span_ns": w1 - w0, "sweep_overlap_ns": sw.overlap})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def summary_doc(G: nx.DiGraph | GraphFrame, batch_size: int | None = None, step_regex: str | None = None,
+                data_markers: Iterable[str] | None = None) -> dict[str, Any]:
+    """Everything ``opgraph summary`` shows (schemas/summary.schema.json), in µs.
+
+    Parameters
+    ----------
+    G : networkx.DiGraph or GraphFrame
+    batch_size : int, optional
+        Samples per step; QPS is reported only when given.
+    step_regex, data_markers : see :func:`~opgraph.analysis.iterations.find_iterations`.
+
+    Returns
+    -------
+    dict
+        ``window`` (steps, data loading, host runtime), ``step_time_us`` (host runtime /
+        steps), ``qps``, ``devices`` (busy/idle/overlap per device), ``streams``.
+    """
+    f = frame_of(G)
+    w = analysis_window(f, step_regex, data_markers)
+    n_steps = len(w.steps)
+    rt_us = w.host_runtime_ns / 1e3
+    ds = device_stats(f, w)
+    ss = stream_stats(f, w)
+    devices = []
+    for r in ds.itertuples(index=False):
+        span = r.span_ns or 1
+        devices.append({"device": r.device, "streams": r.streams, "busy_us": r.busy_ns / 1e3,
+                        "stream_active_us": r.stream_active_ns / 1e3, "overlap_us": r.overlap_ns / 1e3,
+                        "idle_us": r.idle_ns / 1e3, "span_us": r.span_ns / 1e3,
+                        "busy_pct": 100.0 * r.busy_ns / span, "idle_pct": 100.0 * r.idle_ns / span,
+                        "overlap_pct": 100.0 * r.overlap_ns / span})
+    streams = []
+    for r in ss.itertuples(index=False):
+        span = r.span_ns or 1
+        streams.append({"device": r.device, "stream": r.stream, "activities": r.activities, "kernels": r.kernels,
+                        "active_us": r.active_ns / 1e3, "idle_us": r.idle_ns / 1e3, "span_us": r.span_ns / 1e3,
+                        "active_pct": 100.0 * r.active_ns / span, "device_us": r.device_ns / 1e3})
+    src = f.G.graph.get("source", {}) if isinstance(f.G.graph.get("source"), dict) else {}
+    q = None
+    if batch_size is not None and n_steps and rt_us > 0:
+        q = qps(n_steps, batch_size, rt_us)
+    return {
+        "source": {"file": src.get("file"), "sha256": src.get("sha256")},
+        "window": w.to_dict(),
+        "steps": n_steps,
+        "step_time_us": rt_us / n_steps if n_steps else None,
+        "batch_size": batch_size,
+        "qps": q,
+        "devices": devices,
+        "streams": streams,
+    }

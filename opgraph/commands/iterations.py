@@ -1,0 +1,112 @@
+"""``opgraph iterations``: the steps of a trace with their CPU span, GPU span and kernel time.
+
+Also the option decorators shared by ``breakdown``, ``overheads`` and ``summary``."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable
+
+import click
+
+from opgraph.cli import emit_json, load_input, main
+
+
+def window_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--step-regex, --data-marker, --no-data-markers, --format."""
+    f = click.option("--format", "fmt", default=None, help="Force the input format of a raw trace.")(f)
+    f = click.option("--no-data-markers", is_flag=True,
+                     help="Do not treat any range as data loading.")(f)
+    f = click.option("--data-marker", "data_marker", multiple=True, metavar="REGEX",
+                     help="Data-loading marker (regex searched in host range names; repeatable). "
+                          "Default: DataLoader.")(f)
+    f = click.option("--step-regex", default=None, metavar="REGEX",
+                     help="Host ranges (NVTX / record_function labels) that delimit steps. "
+                          "Default: ProfilerStep#N, else GPU ProfilerStep annotations, else data-loader markers.")(f)
+    return f
+
+
+def output_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--json and --csv [DIR]."""
+    f = click.option("--csv", "csv_dir", is_flag=False, flag_value=".", default=None, metavar="[DIR]",
+                     type=click.Path(file_okay=False),
+                     help="Write pandas-friendly CSV files to DIR (default: the current directory).")(f)
+    f = click.option("--json", "as_json", is_flag=True, help="Machine-readable output (validated by its schema).")(f)
+    return f
+
+
+def markers(data_marker: tuple[str, ...], no_data_markers: bool) -> tuple[str, ...] | None:
+    """The data-marker option value for the analyses (None = default)."""
+    if no_data_markers:
+        return ()
+    if data_marker:
+        import re
+
+        for m in data_marker:
+            try:
+                re.compile(m)
+            except re.error as e:
+                raise click.BadParameter(f"{m!r}: {e}", param_hint="--data-marker") from None
+        return tuple(data_marker)
+    return None
+
+
+def check_regex(step_regex: str | None) -> None:
+    if step_regex:
+        import re
+
+        try:
+            re.compile(step_regex)
+        except re.error as e:
+            raise click.BadParameter(f"{step_regex!r}: {e}", param_hint="--step-regex") from None
+
+
+def stem(path: str) -> str:
+    name = os.path.basename(path)
+    for suffix in (".gz", ".json", ".gpickle", ".trace", ".pt"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+    return name or "opgraph"
+
+
+def write_frames(frames: dict, csv_dir: str, input_path: str) -> None:
+    from opgraph.export.tables import write_csv
+
+    for p in write_csv(frames, csv_dir, stem(input_path)):
+        click.echo(f"wrote {p}", err=True)
+
+
+def console():
+    """A rich console: the terminal's width, or 160 columns when piped (COLUMNS overrides)."""
+    import sys
+
+    from rich.console import Console
+
+    if sys.stdout.isatty() or os.environ.get("COLUMNS"):
+        return Console()
+    return Console(width=160)
+
+
+@main.command()
+@click.argument("input", type=str)
+@window_options
+@output_options
+def iterations(input: str, step_regex: str | None, data_marker: tuple[str, ...], no_data_markers: bool,
+               fmt: str | None, as_json: bool, csv_dir: str | None) -> None:
+    """Steps found in INPUT, each with its CPU span, GPU span, GPU busy and kernel time.
+
+    A device activity belongs to the step in which the runtime call that launched it
+    started. Step positions (#) are what `build --iterations A:B` selects."""
+    from opgraph.analysis.iterations import iterations_doc
+
+    check_regex(step_regex)
+    G = load_input(input, fmt)
+    doc = iterations_doc(G, step_regex, markers(data_marker, no_data_markers))
+    if csv_dir is not None:
+        from opgraph.export.tables import iterations_frames
+        write_frames(iterations_frames(doc), csv_dir, input)
+    if as_json:
+        emit_json(doc, "iterations.schema.json")
+    elif csv_dir is None:
+        from opgraph.export.tables import render_iterations
+        render_iterations(doc, console())

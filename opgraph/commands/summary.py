@@ -1,0 +1,37 @@
+"""``opgraph summary``: step time, QPS and GPU busy/idle/overlap."""
+
+from __future__ import annotations
+
+import click
+
+from opgraph.cli import emit_json, load_input, main
+from opgraph.commands.iterations import (
+    check_regex, console, markers, output_options, window_options, write_frames,
+)
+
+
+@main.command()
+@click.argument("input", type=str)
+@click.option("--batch-size", type=click.IntRange(min=1), default=None,
+              help="Samples per step; QPS = steps × batch size / host runtime (never assumed).")
+@window_options
+@output_options
+def summary(input: str, batch_size: int | None, step_regex: str | None, data_marker: tuple[str, ...],
+            no_data_markers: bool, fmt: str | None, as_json: bool, csv_dir: str | None) -> None:
+    """Step time, QPS and GPU busy / idle / multistream overlap of INPUT.
+
+    Host runtime = steps' span − data loading; per device: busy = union of activity
+    intervals, overlap = Σ per-stream active − busy, idle = span − busy."""
+    from opgraph.analysis.multistream import summary_doc
+
+    check_regex(step_regex)
+    G = load_input(input, fmt)
+    doc = summary_doc(G, batch_size, step_regex, markers(data_marker, no_data_markers))
+    if csv_dir is not None:
+        from opgraph.export.tables import summary_frames
+        write_frames(summary_frames(doc), csv_dir, input)
+    if as_json:
+        emit_json(doc, "summary.schema.json")
+    elif csv_dir is None:
+        from opgraph.export.tables import render_summary
+        render_summary(doc, console())

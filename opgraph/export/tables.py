@@ -1,0 +1,282 @@
+"""Rich tables and CSV frames for the breakdown, overheads, iterations and summary
+documents. Pure presentation: every number comes from the analysis documents (µs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+
+def _fit(t: Table, width: int) -> Table:
+    """Lay out a table for ``width`` columns: fixed (no-wrap, no max width) columns get the
+    width of their widest cell, so numbers are never elided; the flexible columns (those
+    with a ``max_width``) share what is left and elide their text."""
+    cells = [[c.plain if isinstance(c, Text) else str(c) for c in col._cells] for col in t.columns]
+    natural = [max([len(str(col.header))] + [len(c) for c in cs]) for col, cs in zip(t.columns, cells)]
+    fixed = [col.no_wrap and col.max_width is None for col in t.columns]
+    for col, n, fx in zip(t.columns, natural, fixed):
+        if fx:
+            col.width = n
+    flex = [k for k, fx in enumerate(fixed) if not fx and t.columns[k].max_width is not None]
+    if flex:
+        left = width - (3 * len(t.columns) + 1) - sum(n for n, fx in zip(natural, fixed) if fx)
+        left -= sum(natural[k] for k, fx in enumerate(fixed) if not fx and k not in flex)
+        share = max(8, left // len(flex))
+        for k in flex:
+            col = t.columns[k]
+            col.width = max(min(natural[k], col.max_width or natural[k], share), min(8, natural[k]))
+    return t
+
+
+def _us(v: float | None) -> str:
+    return "" if v is None else f"{v:,.3f}".rstrip("0").rstrip(".") if abs(v) < 1e15 else str(v)
+
+
+def _pct(v: float | None) -> str:
+    return "" if v is None else f"{v:.2f}"
+
+
+def _tree_rows(t: Table, entries: list[dict[str, Any]], level: int, shapes: bool) -> None:
+    for e in entries:
+        style = "dim" if e["kind"] in ("others", "unaccounted") else None
+        label = ("  " * level) + e["name"]
+        if e["kind"] == "others":
+            label += f" ({e.get('entries', 0)} entries)"
+        if e["kind"] == "kernel":
+            label = ("  " * level) + "⚙ " + e["name"]
+        row = [Text(label, style=style), _us(e["time_us"]), _pct(e["percent"]), f"{e['count']:,}" if e["count"] else ""]
+        if shapes:
+            sh = ""
+            if e.get("shapes_distinct"):
+                top = e["shapes"][0]
+                sh = f"{e['shapes_distinct']}: {top['dims']}" + (f" ×{top['count']}" if e["shapes_distinct"] > 1 else "")
+            row.append(sh)
+        t.add_row(*row)
+        _tree_rows(t, e.get("children", []), level + 1, shapes)
+
+
+def _window_line(w: dict[str, Any]) -> str:
+    steps = f"{w['steps']} steps ({w['step_source']})" if w["steps"] else "no steps: whole trace"
+    s = f"window {_us(w['duration_us'])} µs, {steps}"
+    if w.get("data_loading_us"):
+        s += f"; data loading {_us(w['data_loading_us'])} µs excluded"
+    return s + f"; host runtime {_us(w['host_runtime_us'])} µs"
+
+
+def render_host_breakdown(doc: dict[str, Any], console: Console) -> None:
+    """Print ``opgraph breakdown --host``: one tree table per thread."""
+    console.print(f"[bold]Host breakdown[/bold]  {_window_line(doc['window'])}")
+    dl = doc["data_loading"]
+    if dl["by_name"]:
+        t = Table(title="Data loading (reported apart, excluded from step time)", title_justify="left")
+        for c in ("marker", "count", "time µs"):
+            t.add_column(c, justify="left" if c == "marker" else "right", no_wrap=True,
+                         max_width=80 if c == "marker" else None)
+        for r in dl["by_name"]:
+            t.add_row(r["name"], f"{r['count']:,}", _us(r["time_us"]))
+        console.print(_fit(t, console.width))
+    for th in doc["threads"]:
+        title = f"thread {th['pid']}/{th['tid']}" + (f" “{th['name']}”" if th.get("name") else "")
+        title += f": {_us(th['time_us'])} µs, busy {_us(th['busy_us'])} µs"
+        t = Table(title=title, title_justify="left")
+        t.add_column("entry", no_wrap=True, overflow="ellipsis", max_width=70)
+        t.add_column("time µs", justify="right", no_wrap=True)
+        t.add_column("% parent", justify="right", no_wrap=True)
+        t.add_column("count", justify="right", no_wrap=True)
+        t.add_column("shapes: most common", no_wrap=True, overflow="ellipsis", max_width=48)
+        _tree_rows(t, th["entries"], 0, True)
+        console.print(_fit(t, console.width))
+
+
+def render_device_breakdown(doc: dict[str, Any], console: Console, top_ops: int = 20) -> None:
+    """Print ``opgraph breakdown --device``: stream summary, per-stream trees, per-op table."""
+    console.print(f"[bold]Device breakdown[/bold]  {_window_line(doc['window'])}")
+    for d in doc.get("devices", []):
+        span = d["span_us"] or 1
+        console.print(f"device {d['device']}: span {_us(d['span_us'])} µs, busy (union) {_us(d['busy_us'])} µs "
+                      f"({100 * d['busy_us'] / span:.2f} %), idle {_us(d['idle_us'])} µs, "
+                      f"multistream overlap {_us(d['overlap_us'])} µs over {d['streams']} streams")
+    t = Table(title="Streams", title_justify="left")
+    for c in ("device", "stream", "span µs", "active µs", "active %", "idle µs", "idle %", "activities", "kernels"):
+        t.add_column(c, justify="right", no_wrap=True)
+    for s in doc["streams"]:
+        t.add_row(str(s["device"]), str(s["stream"]), _us(s["span_us"]), _us(s["active_us"]), _pct(s["active_pct"]),
+                  _us(s["idle_us"]), _pct(s["idle_pct"]), f"{s['activities']:,}", f"{s['kernels']:,}")
+    console.print(_fit(t, console.width))
+    for s in doc["streams"]:
+        t = Table(title=f"device {s['device']} stream {s['stream']}: device time {_us(s['device_us'])} µs "
+                        f"(CPU op → kernel)", title_justify="left")
+        t.add_column("entry", no_wrap=True, overflow="ellipsis", max_width=80)
+        t.add_column("device µs", justify="right", no_wrap=True)
+        t.add_column("% parent", justify="right", no_wrap=True)
+        t.add_column("activities", justify="right", no_wrap=True)
+        _tree_rows(t, s["entries"], 0, False)
+        console.print(_fit(t, console.width))
+    t = Table(title=f"Device time per op (top {min(top_ops, len(doc['ops']))} of {len(doc['ops'])})",
+              title_justify="left")
+    t.add_column("op", no_wrap=True, overflow="ellipsis", max_width=70)
+    for c in ("count", "kernels", "device µs", "host µs", "device/host"):
+        t.add_column(c, justify="right", no_wrap=True)
+    for o in doc["ops"][:top_ops]:
+        t.add_row(o["op"], f"{o['count']:,}", f"{o['kernels']:,}", _us(o["device_us"]), _us(o["host_us"]),
+                  "" if o["ratio"] is None else f"{o['ratio']:.2f}")
+    console.print(_fit(t, console.width))
+
+
+def _st(s: dict[str, Any] | None) -> tuple[str, str, str]:
+    if not s:
+        return "", "", ""
+    return f"{s['mean']:,.2f}", f"{s['std']:,.2f}", f"{s['n']:,}"
+
+
+def render_overheads(doc: dict[str, Any], console: Console, top: int = 20) -> None:
+    """Print ``opgraph overheads``: T1, T4 and the per-op T2/T3/T5/whole table."""
+    console.print(f"[bold]CPU overheads[/bold] (µs: mean / std / n)  {_window_line(doc['window'])}")
+    p = doc["params"]
+    t = Table(title="Op-independent", title_justify="left")
+    for c in ("type", "key", "mean", "std", "n"):
+        t.add_column(c, justify="right" if c in ("mean", "std", "n") else "left")
+    t.add_row("T1", f"gap between ops < {p['t1_max_gap_us']:g} µs", *_st(doc["t1"]))
+    for k, s in sorted(doc["t4"].items(), key=lambda kv: -kv[1]["n"]):
+        t.add_row("T4", k, *_st(s))
+    console.print(_fit(t, console.width))
+    ops = sorted(doc["ops"].items(), key=lambda kv: -kv[1]["count"])
+    t = Table(title=f"Per op (top {min(top, len(ops))} of {len(ops)} by count; mean ± std µs)", title_justify="left")
+    t.add_column("op", no_wrap=True, overflow="ellipsis", max_width=60)
+    t.add_column("count", justify="right", no_wrap=True)
+    for c in ("T2", "T3", "T5", "whole"):
+        t.add_column(c, justify="right", no_wrap=True)
+    t.add_column("launches", no_wrap=True, overflow="ellipsis", max_width=50)
+    for name, e in ops[:top]:
+        row = [name, f"{e['count']:,}"]
+        for k in ("t2", "t3", "t5", "whole"):
+            st = e[k]
+            row.append(f"{st['mean']:,.2f} ± {st['std']:,.2f}" if st else "")
+        la = e["launches"]
+        row.append(", ".join(la[:3]) + (f" … ({len(la)})" if len(la) > 3 else ""))
+        t.add_row(*row)
+    console.print(_fit(t, console.width))
+
+
+def render_iterations(doc: dict[str, Any], console: Console) -> None:
+    """Print ``opgraph iterations``: one row per step, times relative to the first step."""
+    steps = doc["steps"]
+    if not steps:
+        console.print("no steps found (no ProfilerStep#N, no range matching --step-regex, "
+                      "fewer than two data-loader markers)")
+        return
+    t0 = steps[0]["cpu_start_ns"]
+    t = Table(title=f"{doc['count']} steps ({doc['step_source']}), µs; starts relative to the first step",
+              title_justify="left")
+    for c in ("#", "step", "name", "cpu start", "cpu", "gpu start", "gpu", "gpu busy", "kernel", "kernels",
+              "data load"):
+        if c == "name":
+            t.add_column(c, no_wrap=True, overflow="ellipsis", min_width=8, max_width=40)
+        else:
+            t.add_column(c, justify="right", no_wrap=True)
+    for s in steps:
+        gs = "" if s["gpu_start_ns"] is None else _us((s["gpu_start_ns"] - t0) / 1e3)
+        t.add_row(str(s["index"]), str(s["step"]), s["name"], _us((s["cpu_start_ns"] - t0) / 1e3), _us(s["cpu_us"]),
+                  gs, _us(s["gpu_us"]), _us(s["gpu_busy_us"]), _us(s["kernel_us"]), f"{s['kernels']:,}",
+                  _us(s["data_loading_us"]))
+    console.print(_fit(t, console.width))
+    console.print(f"mean CPU step {_us(doc['mean_cpu_us'])} µs, mean GPU busy {_us(doc['mean_gpu_busy_us'])} µs")
+
+
+def render_summary(doc: dict[str, Any], console: Console) -> None:
+    """Print ``opgraph summary``."""
+    w = doc["window"]
+    console.print(f"[bold]Summary[/bold]  {_window_line(w)}")
+    if doc["steps"]:
+        line = f"steps {doc['steps']}, step time {_us(doc['step_time_us'])} µs"
+        if doc["qps"] is not None:
+            line += f", batch {doc['batch_size']:,} → QPS {doc['qps']:,.2f}"
+        else:
+            line += " (give --batch-size for QPS)"
+        console.print(line)
+    t = Table(title="GPU per device (µs)", title_justify="left")
+    t.add_column("", no_wrap=True)
+    for d in doc["devices"]:
+        t.add_column(f"device {d['device']}", justify="right", no_wrap=True)
+    rows = [("streams", lambda d: str(d["streams"])), ("span", lambda d: _us(d["span_us"])),
+            ("busy (union)", lambda d: f"{_us(d['busy_us'])} ({_pct(d['busy_pct'])} %)"),
+            ("idle", lambda d: f"{_us(d['idle_us'])} ({_pct(d['idle_pct'])} %)"),
+            ("Σ stream active", lambda d: _us(d["stream_active_us"])),
+            ("overlap", lambda d: f"{_us(d['overlap_us'])} ({_pct(d['overlap_pct'])} %)")]
+    for label, fn in rows:
+        t.add_row(label, *[fn(d) for d in doc["devices"]])
+    console.print(_fit(t, console.width))
+    console.print("busy = union of activity intervals; idle = span − busy; overlap = Σ stream active − busy")
+    t = Table(title="Streams", title_justify="left")
+    for c in ("device", "stream", "activities", "kernels", "active µs", "active %", "idle µs"):
+        t.add_column(c, justify="right", no_wrap=True)
+    for s in doc["streams"]:
+        t.add_row(str(s["device"]), str(s["stream"]), f"{s['activities']:,}", f"{s['kernels']:,}", _us(s["active_us"]),
+                  _pct(s["active_pct"]), _us(s["idle_us"]))
+    console.print(_fit(t, console.width))
+
+
+# --------------------------------------------------------------------------- CSV
+def breakdown_frames(doc: dict[str, Any]) -> dict[str, pd.DataFrame]:
+    """Flat tables of a breakdown document: ``host`` or ``device_tree`` +
+    ``device_streams`` + ``device_ops``."""
+    from opgraph.analysis.breakdown import flatten_tree
+
+    if doc["mode"] == "host":
+        rows = []
+        for th in doc["threads"]:
+            rows += flatten_tree(th["entries"], shapes=True, pid=th["pid"], tid=th["tid"])
+        return {"host": pd.DataFrame(rows)}
+    rows = []
+    for s in doc["streams"]:
+        rows += flatten_tree(s["entries"], device=s["device"], stream=s["stream"])
+    streams = pd.DataFrame([{k: v for k, v in s.items() if k != "entries"} for s in doc["streams"]])
+    return {"device_tree": pd.DataFrame(rows), "device_streams": streams, "device_ops": pd.DataFrame(doc["ops"])}
+
+
+def overheads_frames(doc: dict[str, Any]) -> dict[str, pd.DataFrame]:
+    """Flat table of an overheads document: one row per (type, key[, shapes])."""
+    rows = []
+    if doc["t1"]:
+        rows.append({"type": "t1", "key": "", "shapes": "", **doc["t1"]})
+    for k, s in doc["t4"].items():
+        rows.append({"type": "t4", "key": k, "shapes": "", **s})
+    for op, e in doc["ops"].items():
+        for t in ("t2", "t3", "t5", "whole"):
+            if e[t]:
+                rows.append({"type": t, "key": op, "shapes": "", **e[t]})
+        for sh, se in e.get("shapes", {}).items():
+            for t in ("t2", "t3", "t5", "whole"):
+                if se[t]:
+                    rows.append({"type": t, "key": op, "shapes": sh, **se[t]})
+    return {"overheads": pd.DataFrame(rows, columns=["type", "key", "shapes", "mean", "std", "n"])}
+
+
+def iterations_frames(doc: dict[str, Any]) -> dict[str, pd.DataFrame]:
+    """One row per step."""
+    return {"iterations": pd.DataFrame(doc["steps"])}
+
+
+def summary_frames(doc: dict[str, Any]) -> dict[str, pd.DataFrame]:
+    """Devices and streams tables, plus a one-row summary."""
+    one = {"steps": doc["steps"], "step_time_us": doc["step_time_us"], "batch_size": doc["batch_size"],
+           "qps": doc["qps"], **{f"window_{k}": v for k, v in doc["window"].items() if not isinstance(v, list)}}
+    return {"summary": pd.DataFrame([one]), "summary_devices": pd.DataFrame(doc["devices"]),
+            "summary_streams": pd.DataFrame(doc["streams"])}
+
+
+def write_csv(frames: dict[str, pd.DataFrame], directory: str | Path, stem: str) -> list[Path]:
+    """Write each frame to ``<directory>/<stem>.<name>.csv``; return the paths."""
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    out = []
+    for name, df in frames.items():
+        p = d / f"{stem}.{name}.csv"
+        df.to_csv(p, index=False)
+        out.append(p)
+    return out
