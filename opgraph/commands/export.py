@@ -1,0 +1,110 @@
+"""``opgraph export``: write a graph (or a raw trace) out in other formats.
+
+    opgraph export g.gpickle --perfetto out.json [--window REGEX|all]
+
+One command, one option per output format. Formats register themselves with
+:func:`register_exporter`, so another module of :mod:`opgraph.commands` (imported after
+this one, e.g. ``export_dot.py``) can add ``--dot`` / ``--svg`` / ``--png`` without touching
+this file::
+
+    from opgraph.commands.export import register_exporter
+
+    def _write_dot(G, path, opts):            # opts: every option value of the command
+        ...
+        return f"{path}: ... nodes"           # one line printed to stderr
+
+    register_exporter("dot", "--dot", help="Graphviz DOT file.", run=_write_dot)
+
+Shared options (used by several formats) are added with :func:`register_option`. The input
+is loaded once and every requested format is written from it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import click
+import networkx as nx
+
+from opgraph.cli import load_input, main
+from opgraph.errors import OpgraphInputError
+
+#: ``run(G, path, opts) -> message``; ``opts`` holds every option value of the command.
+ExportFn = Callable[[nx.DiGraph, str, dict[str, Any]], "str | None"]
+
+
+@dataclass
+class Exporter:
+    """One output format of ``opgraph export``: the option naming its output path and
+    the function writing it."""
+
+    name: str
+    option: click.Option
+    run: ExportFn
+    suffixes: tuple[str, ...] = ()
+
+
+EXPORTERS: dict[str, Exporter] = {}
+
+
+@main.command("export")
+@click.argument("input", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", default=None, help="Force the input format of a raw trace.")
+@click.pass_context
+def export_cmd(ctx: click.Context, input: str, fmt: str | None, **opts: Any) -> None:
+    """Write INPUT (a saved graph or a raw trace) in other formats: one option per format."""
+    wanted = [ex for ex in EXPORTERS.values() if opts.get(ex.name)]
+    if not wanted:
+        flags = ", ".join(ex.option.opts[0] for ex in EXPORTERS.values())
+        raise click.UsageError(f"nothing to write: give at least one of {flags}", ctx)
+    for ex in wanted:
+        path = str(opts[ex.name])
+        if ex.suffixes and not path.endswith(ex.suffixes):
+            raise OpgraphInputError(path, f"{ex.option.opts[0]} writes {' or '.join(ex.suffixes)} files")
+    G = load_input(input, fmt)
+    for ex in wanted:
+        msg = ex.run(G, str(opts[ex.name]), dict(opts, input=input))
+        if msg:
+            click.echo(msg, err=True)
+
+
+def register_option(option: click.Option) -> None:
+    """Add a shared option to ``opgraph export`` (its value reaches every exporter in
+    ``opts``). Options already present under the same name are left as they are."""
+    if any(p.name == option.name for p in export_cmd.params):
+        return
+    export_cmd.params.append(option)
+
+
+def register_exporter(name: str, *param_decls: str, run: ExportFn, help: str,
+                      suffixes: tuple[str, ...] = (), metavar: str = "PATH") -> Exporter:
+    """Add an output format to ``opgraph export``: an option (``param_decls``, e.g.
+    ``"--dot"``) taking the output path, stored under ``name``, and ``run`` writing it."""
+    opt = click.Option([*(param_decls or (f"--{name}",)), name], default=None, metavar=metavar,
+                       type=click.Path(dir_okay=False), help=help)
+    ex = Exporter(name, opt, run, tuple(suffixes))
+    export_cmd.params[:] = [p for p in export_cmd.params if p.name != name]
+    export_cmd.params.append(opt)
+    EXPORTERS[name] = ex
+    return ex
+
+
+# --------------------------------------------------------------------------- perfetto
+def _write_perfetto(G: nx.DiGraph, path: str, opts: dict[str, Any]) -> str:
+    from opgraph.export.perfetto import export_perfetto
+
+    s = export_perfetto(G, path, window=opts.get("window"))
+    return (f"{path}: {s['events']:,} original events + {s['flows']:,} critical-path flows, "
+            f"{s['counter_events']:,} counter samples, {s['metadata_events']:,} names; "
+            f"{s['critical_events']:,} critical events in {s['windows']} window(s) "
+            f"— open it in https://ui.perfetto.dev")
+
+
+register_option(click.Option(
+    ["--window"], default=None,
+    help="Critical-path windows: 'all' for the whole trace, or a regex matched against "
+         "annotation/op names (default: each ProfilerStep#N, else the whole trace)."))
+register_exporter("perfetto", "--perfetto", run=_write_perfetto, suffixes=(".json", ".json.gz"),
+                  help="Chrome/Perfetto trace JSON (.json or .json.gz): the original events plus the "
+                       "critical path, idle blame, launch delays, GPU counters (docs/perfetto.md).")
