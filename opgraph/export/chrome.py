@@ -30,40 +30,89 @@ def _num(ns: int) -> bytes:
     return us_text(ns)
 
 
-def iter_event_json(ev: pd.DataFrame, add_args: dict[int, dict[str, Any]] | None = None) -> Iterable[bytes]:
-    """One JSON object (bytes) per row of the canonical table, in eid order."""
+def us_texts(ns: np.ndarray) -> list[bytes]:
+    """Vectorised :func:`us_text` (exact µs decimal text of int64 ns values)."""
+    vals = np.asarray(ns, dtype=np.int64).tolist()
+    return [(b"%d.%03d" % divmod(x, 1000) if x % 1000 else b"%d" % (x // 1000)) if x >= 0 else us_text(x)
+            for x in vals]
+
+
+def event_dicts(ev: pd.DataFrame, add_args: dict[int, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """One dict per row of the canonical table, in eid order, ready for ``orjson.dumps``:
+    the original keys and args (plus ``add_args[eid]`` merged into args), with ``ts`` and
+    ``dur`` as exact µs decimals (``orjson.Fragment``)."""
     add_args = add_args or {}
-    cols = {c: ev[c].to_numpy(dtype=object) if c in ("kind", "cat", "ph", "name", "pid", "tid", "bp")
-            else ev[c].to_numpy() for c in ("eid", "ph", "cat", "name", "pid", "tid", "ts_ns", "dur_ns",
-                                             "args", "flow_id", "bp", "extra", "has_ts")}
-    for eid, ph, cat, name, pid, tid, ts, dur, args, fid, bp, extra, has_ts in zip(
-            cols["eid"].tolist(), cols["ph"].tolist(), cols["cat"].tolist(), cols["name"].tolist(),
-            cols["pid"].tolist(), cols["tid"].tolist(), cols["ts_ns"].tolist(), cols["dur_ns"].tolist(),
-            cols["args"].tolist(), cols["flow_id"].tolist(), cols["bp"].tolist(), cols["extra"].tolist(),
-            cols["has_ts"].tolist()):
-        d: dict[str, Any] = {"ph": ph}
-        if isinstance(cat, str):
+    Frag = orjson.Fragment
+    n = len(ev)
+    ts_f = [Frag(t) for t in us_texts(ev["ts_ns"].to_numpy())]
+    dur = ev["dur_ns"].to_numpy()
+    phs = ev["ph"].to_numpy(dtype=object)
+    has_dur = (dur >= 0) & (phs == "X")
+    dur_f = [None] * n
+    idx_d = np.flatnonzero(has_dur)
+    for i, t in zip(idx_d.tolist(), us_texts(dur[idx_d])):
+        dur_f[i] = Frag(t)
+    cols = {c: ev[c].to_numpy(dtype=object) for c in ("cat", "name", "pid", "tid", "bp", "args", "extra")}
+    # the common shape: a complete event with every canonical key and nothing else
+    common = (has_dur & ev["has_ts"].to_numpy() & pd.notna(cols["cat"]) & pd.notna(cols["name"])
+              & pd.notna(cols["pid"]) & pd.notna(cols["tid"]) & pd.isna(cols["bp"]) & pd.isna(cols["extra"])
+              & pd.notna(cols["args"]))
+    if add_args:
+        common &= ~np.isin(ev["eid"].to_numpy(), np.fromiter(add_args, dtype=np.int64, count=len(add_args)))
+    out = np.empty(n, dtype=object)
+    ci = np.flatnonzero(common)
+    out[ci] = [{"ph": "X", "cat": c, "name": nm, "pid": p, "tid": t, "ts": ts_f[i], "dur": dur_f[i], "args": a}
+               for i, c, nm, p, t, a in zip(ci.tolist(), *(cols[k][ci].tolist()
+                                                            for k in ("cat", "name", "pid", "tid", "args")))]
+    ri = np.flatnonzero(~common)
+    eids = ev["eid"].to_numpy()[ri].tolist()
+    fids = ev["flow_id"].to_numpy()[ri].tolist()
+    hts = ev["has_ts"].to_numpy()[ri].tolist()
+    rest = []
+    for i, eid, fid, has_ts, p, cat, name, pid, tid, bp, args, extra in zip(
+            ri.tolist(), eids, fids, hts, phs[ri].tolist(),
+            *(cols[k][ri].tolist() for k in ("cat", "name", "pid", "tid", "bp", "args", "extra"))):
+        d: dict[str, Any] = {"ph": p}
+        if has_ts:
+            d["ts"] = ts_f[i]
+        if dur_f[i] is not None:
+            d["dur"] = dur_f[i]
+        if cat.__class__ is str:
             d["cat"] = cat
-        if name is not None and not (isinstance(name, float) and np.isnan(name)):
+        if name is not None and name == name:
             d["name"] = name
-        if pid is not None and not (isinstance(pid, float) and np.isnan(pid)):
+        if pid is not None and pid == pid:
             d["pid"] = pid
-        if tid is not None and not (isinstance(tid, float) and np.isnan(tid)):
+        if tid is not None and tid == tid:
             d["tid"] = tid
-        if fid >= 0 and ph in ("s", "t", "f"):
+        if fid >= 0 and (p == "s" or p == "f" or p == "t"):
             d["id"] = fid
-        if isinstance(bp, str):
+        if bp.__class__ is str:
             d["bp"] = bp
         if extra:
             d.update(extra)
-        extra_args = add_args.get(eid)
-        if args is not None or extra_args:
-            d["args"] = {**(args or {}), **(extra_args or {})}
-        body = orjson.dumps(d, option=_OPTS)
-        head = b'{"ts":' + _num(ts) + b"," if has_ts else b"{"
-        if dur >= 0 and ph == "X":
-            head += b'"dur":' + _num(dur) + b","
-        yield head + body[1:]
+        xa = add_args.get(eid)
+        if xa:
+            d["args"] = {**(args or {}), **xa}
+        elif args is not None:
+            d["args"] = args
+        rest.append(d)
+    out[ri] = rest
+    return out.tolist()
+
+
+def iter_event_json(ev: pd.DataFrame, add_args: dict[int, dict[str, Any]] | None = None) -> Iterable[bytes]:
+    """One JSON object (bytes) per row of the canonical table, in eid order."""
+    for d in event_dicts(ev, add_args):
+        yield orjson.dumps(d, option=_OPTS)
+
+
+def _extra_dict(e: dict[str, Any]) -> dict[str, Any]:
+    e = dict(e)
+    for k in ("ts", "dur"):
+        if e.get(k) is not None:
+            e[k] = orjson.Fragment(us_text(int(e[k])))
+    return e
 
 
 def write_trace(G: nx.DiGraph, path: str | Path, add_args: dict[int, dict[str, Any]] | None = None,
@@ -71,35 +120,25 @@ def write_trace(G: nx.DiGraph, path: str | Path, add_args: dict[int, dict[str, A
     """Write the trace of ``G`` (all original events, unchanged) to ``path`` (``.json`` or
     ``.json.gz``), merging ``add_args[eid]`` into event ``eid``'s args and appending
     ``extra_events`` (whose ``ts``/``dur`` are given in **ns** as ints and written as µs)."""
+    import gc
+
     ev: pd.DataFrame = G.graph["events"]
     top: dict[str, Any] = dict(G.graph.get("trace_metadata") or {})
     if G.graph.get("device_properties"):
         top["deviceProperties"] = G.graph["device_properties"]
     if G.graph.get("distributed_info"):
         top["distributedInfo"] = G.graph["distributed_info"]
-    parts = [b"{"]
-    for k, v in top.items():
-        parts.append(orjson.dumps(k) + b":" + orjson.dumps(v, option=_OPTS) + b",")
-    parts.append(b'"traceEvents":[')
-    first = True
-    for chunk in iter_event_json(ev, add_args):
-        parts.append(chunk if first else b"," + chunk)
-        first = False
-    for e in extra_events or []:
-        e = dict(e)
-        ts = e.pop("ts", None)
-        dur = e.pop("dur", None)
-        body = orjson.dumps(e, option=_OPTS)
-        head = b"{"
-        if ts is not None:
-            head += b'"ts":' + _num(int(ts)) + b","
-        if dur is not None:
-            head += b'"dur":' + _num(int(dur)) + b","
-        chunk = head + body[1:] if len(body) > 2 else head.rstrip(b",") + b"}"
-        parts.append(chunk if first else b"," + chunk)
-        first = False
-    parts.append(b"]}")
-    data = b"".join(parts)
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        events = event_dicts(ev, add_args)
+        events.extend(_extra_dict(e) for e in extra_events or [])
+        top["traceEvents"] = events
+        data = orjson.dumps(top, option=_OPTS)
+        del events, top
+    finally:
+        if was:
+            gc.enable()
     if str(path).endswith(".gz"):
         data = gzip.compress(data, compresslevel=6)
     Path(path).write_bytes(data)

@@ -233,8 +233,11 @@ def _link_flows(ev: pd.DataFrame, kind: np.ndarray, lane: np.ndarray, ts: np.nda
     s = df[df["start"]][["cat", "id", "ev", "ts"]]
     f = df[~df["start"]][["cat", "id", "ev", "ts"]]
     m = s.merge(f, on=["cat", "id"], suffixes=("_s", "_f"))
-    if m["ev_f"].duplicated().any():
-        m = m[m["ts_s"] <= m["ts_f"] + NEST_TOLERANCE_NS].sort_values("ts_s").drop_duplicates("ev_f", keep="last")
+    # opgraph's own overlay flows (critical path) are not dependencies of the program
+    m = m[~m["cat"].str.startswith("opgraph.")]
+    if m.duplicated(["cat", "ev_f"]).any():
+        m = (m[m["ts_s"] <= m["ts_f"] + NEST_TOLERANCE_NS].sort_values("ts_s", kind="stable")
+             .drop_duplicates(["cat", "ev_f"], keep="last"))
     m = m[m["ev_s"] != m["ev_f"]]
     # flows to cuda_sync events mirror the sync correlation, handled by the sync linker
     m = m[(kind[m["ev_s"].to_numpy()] != "cuda_sync") & (kind[m["ev_f"].to_numpy()] != "cuda_sync")]

@@ -437,6 +437,27 @@ def _events_to_table(src: SourceBytes, events: list) -> EventTable:
         for i, e in enumerate(events):
             if len(e.keys() - _STANDARD_KEYS):
                 extra[i] = {k: e[k] for k in e.keys() - _STANDARD_KEYS}
+    # Originals that the canonical columns normalise are kept too, so that re-export
+    # writes them back as they were: digit-string pids/tids, non-integer or non-flow ids,
+    # and bp on events that are not flows.
+    keep: dict[int, dict[str, Any]] = {}
+    for field, col in (("pid", pid), ("tid", tid)):
+        if not set(map(type, col)) <= {int, type(None)}:
+            for i, v in enumerate(col):
+                if type(v) is str and v.isdigit():
+                    keep.setdefault(i, {})[field] = v
+    is_flow = np.zeros(n, dtype=bool)
+    is_flow[flow_rows] = True
+    fid_types = set(map(type, fid))
+    if fid_types - {type(None)}:
+        for i in np.flatnonzero(np.not_equal(np.asarray(fid, dtype=object), None)).tolist():
+            if not is_flow[i] or type(fid[i]) is not int:
+                keep.setdefault(i, {})["id"] = fid[i]
+    if set(map(type, bp)) - {type(None)}:
+        for i in np.flatnonzero(np.not_equal(np.asarray(bp, dtype=object), None) & ~is_flow).tolist():
+            keep.setdefault(i, {})["bp"] = bp[i]
+    for i, d in keep.items():
+        extra[i] = {**(extra[i] or {}), **d}
 
     df = pd.DataFrame({
         "eid": np.arange(n, dtype=np.int64),
