@@ -66,7 +66,7 @@ CASES: dict[str, tuple[str, Callable[[], bytes], tuple[str, ...], int | None]] =
     "unknown_json_object": ("foo.json", lambda: json.dumps({"foo": 1}).encode(), ("unknown format",), None),
     "json_scalar": ("scalar.json", lambda: b"42", ("unknown format",), None),
     "binary_file": ("blob.bin", lambda: bytes((i * 37 + 11) % 256 for i in range(4096)), ("not json",), None),
-    "sqlite_file": ("prof.sqlite", lambda: b"SQLite format 3\x00" + b"\x00" * 200, ("not supported",), None),
+    "sqlite_file": ("prof.sqlite", lambda: b"SQLite format 3\x00" + b"\x00" * 200, ("sqlite",), None),
 }
 
 

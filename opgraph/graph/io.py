@@ -382,7 +382,10 @@ def read_input(path: str | Path, format: str | None = None, step=None):
         doc = None
     else:
         step("parse")
-        doc = parse_json(src)
+        # [issue #7 hook] non-JSON formats (nsys JSON lines, nsys stats CSV, CLIntercept's
+        # unterminated array) are recognised here instead of failing as invalid JSON
+        from opgraph.ingest import parse_trace_doc
+        doc = parse_trace_doc(src)
         if format is None and detect_format(src.data, doc) == "opgraph-graph":
             from opgraph.schemas_util import validation_error
             sample = dict(doc)

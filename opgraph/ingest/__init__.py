@@ -1,29 +1,120 @@
-"""Readers: one per format, each producing the canonical event table (docs/model.md)."""
+"""Readers: one per format, each producing the canonical event table (docs/model.md).
+
+Formats are recognised by content, never by file name (``--format`` overrides):
+
+========================  ==============================================================
+``kineto``                PyTorch profiler / Kineto Chrome-trace JSON
+``nsys-sqlite``           Nsight Systems SQLite export
+``nsys-json``             Nsight Systems legacy JSON export (one message per line)
+``nsys-csv``              ``nsys stats`` ``nvtx_pushpop_trace`` CSV (NVTX ranges only)
+``dvdt``                  dv/dt OpenCL profiler JSON (bare list or CK experiment wrapper)
+``clintercept``           Intel CLIntercept Chrome JSON (``clintercept_trace.json``)
+``pytorch-et``            PyTorch execution trace (every schema from 2021 to 1.1.1-chakra)
+========================  ==============================================================
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from opgraph.errors import OpgraphInputError
 from opgraph.ingest.kineto import parse_json, read_kineto
 from opgraph.ingest.source import SQLITE_MAGIC, SourceBytes, read_source
 from opgraph.ingest.table import EventTable, HealthItem
 
-__all__ = ["read_trace", "read_trace_doc", "detect_format", "EventTable", "HealthItem", "FORMATS"]
+__all__ = ["read_trace", "read_trace_doc", "detect_format", "parse_trace_doc", "TextDoc", "EventTable",
+           "HealthItem", "FORMATS"]
 
 #: Formats ``read_trace`` knows by name (``--format``).
-FORMATS = ("kineto",)
+FORMATS = ("kineto", "nsys-sqlite", "nsys-json", "nsys-csv", "dvdt", "clintercept", "pytorch-et")
+
+#: Keys of the legacy nsys JSON export's event messages (one per line).
+NSYS_JSON_KEYS = frozenset({"TraceProcessEvent", "CudaEvent", "NvtxEvent", "CommEvent", "DiagnosticEvent",
+                            "CudaEventRecord", "ProcessStream"})
+_NSYS_JSON_TYPES = frozenset({"String", "ThreadName", "ProcessStream"})
+
+
+@dataclass(frozen=True)
+class TextDoc:
+    """A trace that is not one JSON document (JSON lines, CSV): its detected format."""
+
+    format: str
+
+
+def _is_nsys_json_record(obj: Any) -> bool:
+    if not isinstance(obj, dict):
+        return False
+    if NSYS_JSON_KEYS & obj.keys():
+        return True
+    if obj.get("type") in _NSYS_JSON_TYPES:
+        return True
+    return set(obj) == {"data"} and isinstance(obj.get("data"), list)
+
+
+def parse_trace_doc(src: SourceBytes) -> Any:
+    """The decoded document of a non-SQLite trace: a JSON value, or a :class:`TextDoc`
+    for formats that are not one JSON document (nsys JSON lines, nsys stats CSV).
+
+    CLIntercept writes its Chrome trace without the closing ``]`` (and with a trailing
+    comma); such a document is repaired. Anything else that is not JSON raises the JSON
+    reader's one-line error."""
+    try:
+        return parse_json(src)
+    except OpgraphInputError as err:
+        data = src.data
+        head = data.lstrip()[:1]
+        if head == b"{":
+            first = data.lstrip().split(b"\n", 1)[0]
+            try:
+                obj = orjson.loads(first)
+            except orjson.JSONDecodeError:
+                obj = None
+            if _is_nsys_json_record(obj):
+                return TextDoc("nsys-json")
+        elif head == b"[":
+            fixed = _close_chrome_array(data)
+            if fixed is not None:
+                from opgraph.ingest.clintercept import looks_like_clintercept
+                if looks_like_clintercept(fixed):
+                    return fixed
+        else:
+            first = data.lstrip()[:4096].split(b"\n", 1)[0]
+            if b"," in first and b"{" not in first:
+                from opgraph.ingest.nsys_csv import looks_like_nsys_csv
+                if looks_like_nsys_csv(first):
+                    return TextDoc("nsys-csv")
+        raise err
+
+
+def _close_chrome_array(data: bytes) -> Any:
+    """A Chrome-trace array left open (``[`` ... ``},`` with no ``]``, as CLIntercept and
+    some other tracers write it), closed and decoded; None when that does not help."""
+    body = data.rstrip()
+    if body.endswith(b"]"):
+        return None
+    body = body.rstrip(b", \t\r\n")
+    if not body.endswith(b"}"):
+        return None
+    try:
+        doc = orjson.loads(body + b"]")
+    except orjson.JSONDecodeError:
+        return None
+    return doc if isinstance(doc, list) else None
 
 
 def detect_format(data: bytes, doc: Any = None) -> str:
     """Name the format of a trace from its content (never from its file name).
 
-    Returns one of :data:`FORMATS` or a descriptive name of a recognised but unsupported
-    format (``nsys-sqlite``, ``pytorch-et``), or ``unknown``.
-    """
+    Returns one of :data:`FORMATS`, ``opgraph-graph`` (a saved node-link graph), or
+    ``unknown``."""
     if data.startswith(SQLITE_MAGIC):
         return "nsys-sqlite"
+    if isinstance(doc, TextDoc):
+        return doc.format
     if isinstance(doc, dict):
         if "traceEvents" in doc:
             return "kineto"
@@ -31,16 +122,22 @@ def detect_format(data: bytes, doc: Any = None) -> str:
             return "opgraph-graph"
         if "nodes" in doc and ("schema" in doc or "pid" in doc):
             return "pytorch-et"
+        if "characteristics_list" in doc:
+            return "dvdt"
+        if _is_nsys_json_record(doc):
+            return "nsys-json"
         return "unknown"
     if isinstance(doc, list):
         if not doc:
             return "kineto"
         first = doc[0]
-        if isinstance(first, dict) and "ph" in first:
-            return "kineto"
         if isinstance(first, dict) and "call" in first and "timestamp" in first:
             return "dvdt"
-        if isinstance(first, dict) and "name" in first and ("inputs" in first or "parent" in first):
+        if isinstance(first, dict) and "ph" in first:
+            from opgraph.ingest.clintercept import looks_like_clintercept
+            return "clintercept" if looks_like_clintercept(doc) else "kineto"
+        if isinstance(first, dict) and "name" in first and "id" in first and (
+                "inputs" in first or "parent" in first or "ctrl_deps" in first):
             return "pytorch-et"
     return "unknown"
 
@@ -52,22 +149,51 @@ def read_trace(path: str | Path, format: str | None = None) -> EventTable:
     :class:`~opgraph.errors.OpgraphInputError` with a one-line message.
     """
     src = read_source(path)
-    doc = None if src.data.startswith(SQLITE_MAGIC) else parse_json(src)
+    doc = None if src.data.startswith(SQLITE_MAGIC) else parse_trace_doc(src)
     return read_trace_doc(src, doc, format)
 
 
 def read_trace_doc(src: SourceBytes, doc: Any, format: str | None = None) -> EventTable:
     """Like :func:`read_trace` for bytes already read (and JSON already decoded, or None)."""
-    fmt = "nsys-sqlite" if doc is None and src.data.startswith(SQLITE_MAGIC) else detect_format(src.data, doc)
+    is_sqlite = src.data.startswith(SQLITE_MAGIC)
+    fmt = "nsys-sqlite" if doc is None and is_sqlite else detect_format(src.data, doc)
     if format is not None:
         if format not in FORMATS:
             raise OpgraphInputError(src.path, f"unknown --format {format!r}; known: {', '.join(FORMATS)}")
+        if (format == "nsys-sqlite") != is_sqlite:
+            raise OpgraphInputError(src.path, f"--format {format}: the file is "
+                                              + ("an SQLite database" if is_sqlite else "not an SQLite database"))
+        if format in ("nsys-json", "nsys-csv") and not isinstance(doc, TextDoc):
+            doc = TextDoc(format)
         fmt = format
     if fmt == "kineto":
+        if isinstance(doc, TextDoc):
+            raise OpgraphInputError(src.path, f"--format kineto: the file is {doc.format}, not JSON")
         return read_kineto(src.path, src=src, doc=doc)
-    if fmt == "unknown":
-        if isinstance(doc, dict):
-            raise OpgraphInputError(src.path, "unknown format: a JSON object without 'traceEvents' "
-                                              f"(top-level keys: {', '.join(list(doc)[:5])})")
-        raise OpgraphInputError(src.path, "unknown format: not a Kineto/Chrome trace")
-    raise OpgraphInputError(src.path, f"{fmt} input is recognised but not supported by this version")
+    if fmt == "nsys-sqlite":
+        from opgraph.ingest.nsys_sqlite import read_nsys_sqlite
+        return read_nsys_sqlite(src)
+    if fmt == "nsys-json":
+        from opgraph.ingest.nsys_json import read_nsys_json
+        return read_nsys_json(src, doc)
+    if fmt == "nsys-csv":
+        from opgraph.ingest.nsys_csv import read_nsys_csv
+        return read_nsys_csv(src)
+    if isinstance(doc, TextDoc):
+        raise OpgraphInputError(src.path, f"--format {fmt}: the file is {doc.format}, not a JSON document")
+    if fmt == "dvdt":
+        from opgraph.ingest.dvdt import read_dvdt
+        return read_dvdt(src, doc)
+    if fmt == "clintercept":
+        from opgraph.ingest.clintercept import read_clintercept
+        return read_clintercept(src, doc)
+    if fmt == "pytorch-et":
+        from opgraph.ingest.et import read_et
+        return read_et(src, doc)
+    if fmt == "opgraph-graph":
+        raise OpgraphInputError(src.path, "a saved opgraph graph, not a trace: load it with opgraph.graph.io.load_any")
+    if isinstance(doc, dict):
+        raise OpgraphInputError(src.path, "unknown format: a JSON object without 'traceEvents' "
+                                          f"(top-level keys: {', '.join(list(doc)[:5])})")
+    raise OpgraphInputError(src.path, "unknown format: not a Kineto/Chrome trace, an Nsight Systems export, "
+                                      "a dv/dt or CLIntercept OpenCL log or a PyTorch execution trace")
