@@ -193,3 +193,16 @@ def test_build_iterations_option_trims_steps(tmp_path):
     assert kernels and len(launched) == len(kernels)
     r = CliRunner().invoke(main, ["build", str(src), "--iterations", "nope", "-o", str(out)])
     assert r.exit_code == 2 and "--iterations" in r.output
+
+
+def test_nvtx_iteration_ranges_are_steps():
+    """Nsight Systems traces mark iterations with NVTX ranges named ``Iteration N``."""
+    from opgraph.analysis.critical_path import critical_path
+    from opgraph.analysis.info import find_steps
+    from opgraph.graph.io import load_any
+
+    G = load_any(Path(__file__).resolve().parents[1] / "fixtures" / "nsys" / "synth.nsys.json")
+    assert find_steps(G)["name"].tolist() == ["Iteration 1", "Iteration 2"]
+    cp = critical_path(G)
+    assert cp.window_mode == "steps" and [w.name for w in cp.windows] == ["Iteration 1", "Iteration 2"]
+    assert all(w.length_ns == w.span_ns for w in cp.windows)

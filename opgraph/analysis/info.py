@@ -13,20 +13,23 @@ import pandas as pd
 from opgraph.ingest.table import DEVICE_ACTIVITY_KINDS
 
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
+NVTX_ITERATION_RE = re.compile(r"^Iteration (\d+)$")
 
 
 def find_steps(G: nx.DiGraph, step_regex: str | None = None) -> pd.DataFrame:
     """Iteration ranges: ``ProfilerStep#N`` host annotations (or names matching
-    ``step_regex``), else ``ProfilerStep#N`` GPU annotations.
+    ``step_regex``), else ``ProfilerStep#N`` GPU annotations, else NVTX ``Iteration N`` ranges.
 
     Returns a DataFrame with columns ``eid``, ``name``, ``step`` (N, or the order), ``ts``
     and ``end`` (ns), sorted by start."""
-    rx = re.compile(step_regex) if step_regex else STEP_RE
     rows = []
-    for kinds in (("annotation", "cpu_op"), ("gpu_annotation",)):
+    passes = ([(("annotation", "cpu_op"), re.compile(step_regex))] if step_regex else
+              [(("annotation", "cpu_op"), STEP_RE), (("gpu_annotation",), STEP_RE),
+               (("annotation",), NVTX_ITERATION_RE)])
+    for kinds, rx in passes:
         for n, d in G.nodes(data=True):
             if d["kind"] in kinds and d["name"] and rx.search(d["name"]):
-                m = STEP_RE.match(d["name"])
+                m = STEP_RE.match(d["name"]) or NVTX_ITERATION_RE.match(d["name"])
                 rows.append((n, d["name"], int(m.group(1)) if m else -1, d["ts"], d["ts"] + d["dur"]))
         if rows:
             break

@@ -32,6 +32,8 @@ from opgraph.ingest.table import EventTable
 
 #: ``ProfilerStep#N``: the iteration marker written by ``torch.profiler.profile.step()``.
 PROFILER_STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
+#: ``Iteration N``: the NVTX iteration ranges of Nsight Systems traces (seed-algorithms §7).
+NVTX_ITERATION_RE = re.compile(r"^Iteration (\d+)$")
 #: Default data-loading markers (regular expressions searched in event names).
 DEFAULT_DATA_MARKERS: tuple[str, ...] = ("DataLoader",)
 
@@ -262,12 +264,13 @@ def _steps_from_columns(kind: np.ndarray, name: np.ndarray, ts: np.ndarray, end:
                 df["step"] = np.arange(len(df))
             return df[cols], "regex"
         return pd.DataFrame(columns=cols), "none"
-    for kinds, source in (((K_ANNOTATION, K_CPU_OP, K_PYTHON), "profiler_step"),
-                          ((K_GPU_ANNOTATION,), "gpu_annotation")):
+    for kinds, source, srx in (((K_ANNOTATION, K_CPU_OP, K_PYTHON), "profiler_step", PROFILER_STEP_RE),
+                               ((K_GPU_ANNOTATION,), "gpu_annotation", PROFILER_STEP_RE),
+                               ((K_ANNOTATION,), "nvtx_iteration", NVTX_ITERATION_RE)):
         sel = np.isin(kind, kinds)
-        idx = np.flatnonzero(sel & _match(name, PROFILER_STEP_RE))
+        idx = np.flatnonzero(sel & _match(name, srx))
         if len(idx):
-            nums = np.array([int(PROFILER_STEP_RE.match(s).group(1)) for s in name[idx]], dtype=np.int64)
+            nums = np.array([int(srx.match(s).group(1)) for s in name[idx]], dtype=np.int64)
             df = frame(idx, nums)
             df = (df.sort_values(["ts", "ref"])
                     .groupby("num", sort=False)
