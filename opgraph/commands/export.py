@@ -49,7 +49,7 @@ EXPORTERS: dict[str, Exporter] = {}
 
 
 @main.command("export")
-@click.argument("input", type=click.Path(dir_okay=False))
+@click.argument("input", type=str)
 @click.option("--format", "fmt", default=None, help="Force the input format of a raw trace.")
 @click.pass_context
 def export_cmd(ctx: click.Context, input: str, fmt: str | None, **opts: Any) -> None:
@@ -82,7 +82,7 @@ def register_exporter(name: str, *param_decls: str, run: ExportFn, help: str,
     """Add an output format to ``opgraph export``: an option (``param_decls``, e.g.
     ``"--dot"``) taking the output path, stored under ``name``, and ``run`` writing it."""
     opt = click.Option([*(param_decls or (f"--{name}",)), name], default=None, metavar=metavar,
-                       type=click.Path(dir_okay=False), help=help)
+                       type=str, help=help)
     ex = Exporter(name, opt, run, tuple(suffixes))
     export_cmd.params[:] = [p for p in export_cmd.params if p.name != name]
     export_cmd.params.append(opt)

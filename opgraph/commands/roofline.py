@@ -1,0 +1,247 @@
+"""``opgraph augment``, ``opgraph report`` and ``opgraph devices`` (docs/roofline.md)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import click
+
+from opgraph.cli import _console, emit_json, load_input, main
+from opgraph.errors import OpgraphInputError
+
+_DEVICE_HELP = ("Device for every kernel: a table name ('H100 SXM') or a runtime name "
+                "('NVIDIA H100 80GB HBM3'); default: deviceProperties of the trace. See `opgraph devices`.")
+_DTYPE_HELP = "dtype for kernels whose op and name show none (bf16, fp16, fp32, tf32, fp8, fp64)."
+
+
+def _roofline(source: Any, path: str, device: str | None, dtype: str | None):
+    from opgraph.analysis.roofline import roofline
+
+    try:
+        return roofline(source, device=device, dtype=dtype)
+    except ValueError as e:
+        raise OpgraphInputError(path, str(e)) from None
+
+
+# --------------------------------------------------------------------------- augment
+@main.command()
+@click.argument("trace", type=str)
+@click.option("-o", "--output", required=True, type=str,
+              help="The augmented trace: .json or .json.gz (Chrome/Perfetto trace JSON).")
+@click.option("--device", default=None, help=_DEVICE_HELP)
+@click.option("--dtype", default=None, help=_DTYPE_HELP)
+@click.option("--format", "fmt", default=None, help="Force the input format of a raw trace.")
+def augment(trace: str, output: str, device: str | None, dtype: str | None, fmt: str | None) -> None:
+    """Write TRACE back out with FLOPs, bytes and roofline args on ops and kernels.
+
+    Every original event is written unchanged; ops and kernels with a cost model gain
+    kernel_flop, kernel_num_gb, achieved_tflops, achieved_gbps, pct_peak_flops,
+    pct_peak_bw, arithmetic_intensity and roofline_bound."""
+    import gc
+
+    import networkx as nx
+
+    from opgraph.analysis.roofline import TraceColumns, augment_args, summarize
+    from opgraph.export.chrome import write_trace
+    from opgraph.graph.io import read_input
+    from opgraph.progress import BUILD_PHASES, phase_progress
+
+    if not (output.endswith(".json") or output.endswith(".json.gz")):
+        raise OpgraphInputError(output, "unknown output type: use .json or .json.gz")
+    if os.path.abspath(output) == os.path.abspath(trace):
+        raise OpgraphInputError(output, "refusing to overwrite the input trace")
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        phases = tuple(p for p in BUILD_PHASES if p != "save") + ("roofline", "write")
+        with phase_progress(f"augmenting {os.path.basename(trace)}", phases) as step:
+            got = read_input(trace, format=fmt, step=step)
+            if isinstance(got, nx.DiGraph):
+                cols = TraceColumns.from_graph(got)
+                shell = got
+            else:
+                step("nesting")
+                cols = TraceColumns.from_table(got)
+                shell = nx.DiGraph()
+                shell.graph.update(cols.graph)
+                del got
+            if shell.graph.get("events") is None:
+                raise OpgraphInputError(trace, "this graph carries no events table to write back")
+            step("roofline")
+            res = _roofline(cols, trace, device, dtype)
+            del cols
+            add = augment_args(res)
+            step("write")
+            write_trace(shell, output, add_args=add)
+    finally:
+        if was:
+            gc.enable()
+    s = summarize(res)
+    cov = s["coverage_time_pct"]
+    click.echo(f"{output}: {sum(1 for v in add.values() if 'kernel_flop' in v):,} events annotated; "
+               f"{s['modelled_kernels']:,}/{s['kernels']:,} kernels have a model"
+               + (f" ({cov:.1f}% of kernel time)" if cov is not None else ""), err=True)
+
+
+# --------------------------------------------------------------------------- report
+def _num(v: Any, unit: str = "") -> str:
+    if v is None:
+        return ""
+    if isinstance(v, int) and not unit:
+        return f"{v:,}"
+    x = float(v)
+    for f, s in ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= f and unit in ("flop", "B"):
+            return f"{x / f:.2f} {s}{'' if unit == 'flop' else 'B'}"
+    if unit in ("flop", "B"):
+        return f"{x:.0f}" + ("" if unit == "flop" else " B")
+    return f"{x:,.2f}"
+
+
+def _short(name: Any, width: int = 90) -> str:
+    """A kernel name for display: without ``void``, parameter list and addresses."""
+    from opgraph.analysis.diff import normalize_kernel_name
+
+    if not isinstance(name, str):
+        return ""
+    s = name if name.startswith(("Memcpy", "Memset")) else normalize_kernel_name(name)
+    return s if len(s) <= width else s[: width - 1] + "…"
+
+
+def _wide_console():
+    """The console, at least 160 columns wide when the output is not a terminal."""
+    c = _console()
+    if not c.is_terminal and c.width < 160:
+        from rich.console import Console
+        c = Console(width=160)
+    return c
+
+
+def _render_report(doc: dict[str, Any], console: Any, top: int) -> None:
+    from rich.table import Table
+
+    s = doc["summary"]
+    src = doc["source"].get("file") or ""
+    console.print(f"[bold]Roofline[/bold] {src}  (by {doc['by']})")
+    for d in doc["devices"]:
+        name = d["table_name"] or "[red]unknown[/red]"
+        extra = " (--device)" if d["overridden"] else " (inferred)" if d.get("inferred") else ""
+        pk = d["peak_tflops"] or {}
+        peaks = ", ".join(f"{k} {v:g}" for k, v in pk.items() if v) if pk else "no peaks"
+        console.print(f"  device {d['device']}: {d['runtime_name'] or '?'} -> {name}{extra}"
+                      + (f"; {d['dram_gbps']:g} GB/s; TFLOP/s {peaks}" if d["table_name"] else ""))
+    cov = s["coverage_time_pct"]
+    console.print(
+        f"  kernels {s['kernels']:,}, {s['kernel_time_us']:,.1f} µs; with a model: {s['modelled_kernels']:,}"
+        + (f" ({cov:.1f}% of kernel time)" if cov is not None else "")
+        + f"; FLOPs {_num(s['flops_total'], 'flop')}, bytes {_num(s['bytes_total'], 'B')}")
+    if s["no_model_activities"]:
+        console.print(f"  no model: {s['no_model_activities']:,} activities, {s['no_model_time_us']:,.1f} µs "
+                      f"({s['no_model_ops']:,} op calls of {s['no_model_op_names']} names"
+                      + (f"; {s['unlaunched_activities']:,} with no launch in the trace" if s["unlaunched_activities"]
+                         else "") + ")")
+    if s["unknown_dtype_activities"]:
+        console.print(f"  dtype unknown for {s['unknown_dtype_activities']:,} modelled activities "
+                      f"({s['unknown_dtype_time_us']:,.1f} µs): no % of peak for them (try --dtype)")
+    t = Table(title_justify="left")
+    first = "kernel" if doc["by"] == "kernel" else "op"
+    cols = [first, "count", "total µs", "mean µs", "FLOPs", "bytes", "TFLOP/s", "GB/s", "% peak FLOP",
+            "% peak BW", "bound", "model"]
+    for c in cols:
+        if c == first:
+            t.add_column(c, ratio=1, min_width=24, overflow="fold")
+        else:
+            t.add_column(c, justify="left" if c in ("bound", "model") else "right", no_wrap=True)
+    for r in doc["rows"][:top]:
+        t.add_row(_short(r["name"]), f"{r['count']:,}", _num(r["total_us"]), _num(r["mean_us"]),
+                  _num(r["flops"], "flop"), _num(r["bytes"], "B"), _num(r["tflops"]), _num(r["gbps"]),
+                  _num(r["pct_peak_flops"]), _num(r["pct_peak_bw"]), r["bound"] or "",
+                  r["model"] or "[dim]no model[/dim]")
+    console.print(t)
+    if len(doc["rows"]) > top:
+        console.print(f"  ... {len(doc['rows']) - top} more rows (--top N, --json or --csv for all)")
+    if doc["no_model"]:
+        nt = Table(title="Ops launching kernels with no model", title_justify="left")
+        for c in ("op", "calls", "activities", "time µs"):
+            nt.add_column(c, justify="left" if c == "op" else "right")
+        for r in doc["no_model"][:10]:
+            nt.add_row(str(r["name"]), f"{r['calls']:,}", f"{r['activities']:,}", _num(r["time_us"]))
+        console.print(nt)
+
+
+@main.command()
+@click.argument("input", type=str)
+@click.option("--by", type=click.Choice(["kernel", "op"]), default="kernel", show_default=True,
+              help="One row per kernel name or per op name.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schemas/report.schema.json).")
+@click.option("--csv", "as_csv", is_flag=True, help="The table as CSV on stdout.")
+@click.option("--device", default=None, help=_DEVICE_HELP)
+@click.option("--dtype", default=None, help=_DTYPE_HELP)
+@click.option("--top", default=None, type=int, help="Rows shown (default: 30 in the terminal, all with --json/--csv).")
+def report(input: str, by: str, as_json: bool, as_csv: bool, device: str | None, dtype: str | None,
+           top: int | None) -> None:
+    """Roofline table of INPUT: count, time, FLOPs, bytes, achieved TFLOP/s and GB/s, % of
+    peak and the bound (compute/memory) per kernel or op."""
+    from opgraph.analysis.roofline import group_table, report_doc
+
+    if as_json and as_csv:
+        raise click.UsageError("--json and --csv are exclusive")
+    G = load_input(input)
+    res = _roofline(G, input, device, dtype)
+    if as_csv:
+        tab = group_table(res, by)
+        if top is not None:
+            tab = tab.head(top)
+        click.echo(tab.to_csv(index=False), nl=False)
+        return
+    doc = report_doc(res, by, top if as_json else None)
+    if as_json:
+        emit_json(doc, "report.schema.json")
+        return
+    _render_report(doc, _wide_console(), top or 30)
+
+
+# --------------------------------------------------------------------------- devices
+@main.command()
+@click.option("--json", "as_json", is_flag=True,
+              help="The table as JSON (the devices.json document, schemas/devices.schema.json).")
+@click.option("--name", default=None, help="Show only the entry this runtime or table name resolves to.")
+@click.option("--sparse", is_flag=True, help="Show the 2:4-sparsity peaks instead of the dense ones.")
+def devices(as_json: bool, name: str | None, sparse: bool) -> None:
+    """The device peak table (dense TFLOP/s per dtype, DRAM GB/s) with its sources."""
+    import orjson
+
+    from opgraph.devices import DATA_PATH, PEAK_DTYPES, lookup
+
+    doc = orjson.loads(DATA_PATH.read_bytes())
+    entries = doc["devices"]
+    if name:
+        dev = lookup(name)
+        if dev is None:
+            raise OpgraphInputError(None, f"no unique table entry for device name {name!r} (see `opgraph devices`)")
+        entries = [e for e in entries if e["name"] == dev.name]
+        doc = dict(doc, devices=entries)
+    if as_json:
+        emit_json(doc, "devices.schema.json")
+        return
+    from rich.table import Table
+
+    key = "peak_tflops_sparse" if sparse else "peak_tflops"
+    t = Table(title=f"Peak {'2:4-sparse' if sparse else 'dense'} TFLOP/s and DRAM bandwidth, per runtime device",
+              title_justify="left")
+    for c in ("#", "device", "vendor", "arch", "SMs/CUs", "memory GB", "DRAM GB/s", *PEAK_DTYPES):
+        t.add_column(c, justify="left" if c in ("device", "vendor", "arch") else "right", no_wrap=True)
+    sources: dict[str, int] = {}
+    for e in entries:
+        j = sources.setdefault(e["source"], len(sources) + 1)
+        pk = e.get(key) or {}
+        t.add_row(str(j), e["name"], e["vendor"], e.get("arch") or "", str(e.get("num_sms") or ""),
+                  f"{e['memory_gb']:g}", f"{e['dram_gbps']:g}",
+                  *[("" if pk.get(k) is None else f"{pk[k]:g}") for k in PEAK_DTYPES])
+    console = _wide_console()
+    console.print(t)
+    console.print("Sources:")
+    for s, j in sources.items():
+        console.print(f"  [{j}] {s}")
+    console.print("Units: " + "; ".join(f"{k}: {v}" for k, v in doc.get("units", {}).items()))
