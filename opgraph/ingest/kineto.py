@@ -159,6 +159,14 @@ def _check_types(path: str, values: list, field: str, ok: tuple[type, ...],
 _MAX_US = 9.2e15
 
 
+def _check_range_arr(path: str, arr: np.ndarray, values: list, field: str) -> None:
+    """Raise when a time value (µs, as float array ``arr``) would not fit int64 ns."""
+    bad = ~(np.abs(arr) < _MAX_US)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise _bad(path, i, f"'{field}' = {values[i]!r} µs is out of range (it does not fit int64 nanoseconds)")
+
+
 def _check_range(path: str, values: list, field: str, present: np.ndarray) -> None:
     """Raise when a time value's ns would not fit an int64."""
     if not len(values):
@@ -192,7 +200,14 @@ def _align_tokens(toks: list[bytes], fvals: np.ndarray) -> np.ndarray | None:
     return np.array(out) if out else None
 
 
-def _exact_ts_ns(src: SourceBytes, ts: list, has_ts: np.ndarray, types: set) -> tuple[np.ndarray, bool]:
+def _spread(vals: np.ndarray, idx: np.ndarray, n: int) -> np.ndarray:
+    out = np.zeros(n, dtype=vals.dtype)
+    out[idx] = vals
+    return out
+
+
+def _exact_ts_ns(src: SourceBytes, ts: list, has_ts: np.ndarray, types: set,
+                 path: str | None = None) -> tuple[np.ndarray, bool]:
     """Integer ns timestamps, exact. ``ts`` are the decoded values (µs, int or float),
     ``types`` the set of their Python types. Returns (ns, exact)."""
     n = len(ts)
@@ -202,10 +217,11 @@ def _exact_ts_ns(src: SourceBytes, ts: list, has_ts: np.ndarray, types: set) -> 
         return out, True
     all_present = len(idx) == n
     vals = ts if all_present else [ts[i] for i in idx]
+    fvals = np.asarray(vals, dtype=np.float64)
+    _check_range_arr(path or src.path, fvals if all_present else _spread(fvals, idx, n), ts, "ts")
     if float not in types:
         out[idx] = np.asarray(vals, dtype=np.int64) * 1000
         return out, True
-    fvals = np.asarray(vals, dtype=np.float64)
     # Floats below 2**33 µs (~2.4 h from zero) hold 3 decimals exactly enough to round.
     if np.abs(fvals).max() < 2.0**33:
         out[idx] = np.rint(fvals * 1000.0).astype(np.int64)
@@ -287,6 +303,24 @@ def _flow_ids(vals: list) -> np.ndarray:
     return np.array(out, dtype=np.int64)
 
 
+def _norm_categorical(vals: list) -> tuple[pd.Categorical, np.ndarray, list]:
+    """pid/tid as a categorical of normalised values (digit strings become ints, so that
+    ``"24572"`` and ``24572`` are one thread), the rows whose original was a digit string
+    (kept for lossless re-export), and the categories as a list."""
+    codes, uniq = pd.factorize(np.asarray(vals, dtype=object))
+    uniq = list(uniq)
+    digit = np.array([type(u) is str and u.isdigit() for u in uniq], dtype=bool)
+    if not digit.any():
+        cat = pd.Categorical.from_codes(codes, categories=pd.Index(uniq, dtype=object))
+        return cat, np.empty(0, dtype=np.int64), uniq
+    norm = [int(u) if d else u for u, d in zip(uniq, digit)]
+    c2, u2 = pd.factorize(np.asarray(norm, dtype=object))
+    new_codes = np.where(codes >= 0, c2[np.maximum(codes, 0)], -1)
+    rows = np.flatnonzero((codes >= 0) & digit[np.maximum(codes, 0)])
+    u2 = list(u2)
+    return pd.Categorical.from_codes(new_codes, categories=pd.Index(u2, dtype=object)), rows, u2
+
+
 def _norm_ids(vals: list) -> list:
     """pid/tid as written: ints stay ints, digit strings become ints, other strings stay."""
     if set(map(type, vals)) <= {int}:
@@ -348,14 +382,13 @@ def _events_to_table(src: SourceBytes, events: list) -> EventTable:
         has_dur = np.ones(n, dtype=bool)
         dur_f = np.asarray(dur, dtype=np.float64)
 
-    _check_range(path, ts, "ts", has_ts)
-    _check_range(path, dur, "dur", has_dur)
+    _check_range_arr(path, dur_f, dur, "dur")
     for field, col in (("pid", pid), ("tid", tid)):
         bad_t = set(map(type, col)) - {int, str, type(None), float}
         if bad_t:
             i = next(i for i, v in enumerate(col) if type(v) in bad_t)
             raise _bad(path, i, f"'{field}' has the wrong type ({type(col[i]).__name__}), expected a number or a string")
-    ts_ns, exact = _exact_ts_ns(src, ts, has_ts, ts_types - {type(None)})
+    ts_ns, exact = _exact_ts_ns(src, ts, has_ts, ts_types - {type(None)}, path)
     if (dur_f < 0).any():
         i = int(np.flatnonzero(dur_f < 0)[0])
         raise _bad(path, i, f"negative duration ({dur[i]} µs)")
@@ -415,10 +448,12 @@ def _events_to_table(src: SourceBytes, events: list) -> EventTable:
         flow_id[flow_rows] = _flow_ids(fid_arr[flow_rows].tolist())
     # Old traces: 0 means "none" for the external id.
     external_id[external_id == 0] = NONE_ID
-    pid_n = _norm_ids(pid)
-    tid_n = _norm_ids(tid)
+    pid_cat, pid_digit_rows, pid_u = _norm_categorical(pid)
+    tid_cat, tid_digit_rows, tid_u = _norm_categorical(tid)
+    pid_codes_n = np.asarray(pid_cat.codes)
+    tid_codes_n = np.asarray(tid_cat.codes)
     for i in dev_rows[stream[dev_rows] == NONE_ID].tolist():
-        t = tid_n[i]
+        t = tid_u[tid_codes_n[i]] if tid_codes_n[i] >= 0 else None
         if type(t) is int:
             stream[i] = t
         elif type(t) is str:
@@ -426,8 +461,9 @@ def _events_to_table(src: SourceBytes, events: list) -> EventTable:
             if m:
                 stream[i] = int(m.group(1))
     for i in dev_rows[device[dev_rows] == NONE_ID].tolist():
-        if type(pid_n[i]) is int:
-            device[i] = pid_n[i]
+        pv = pid_u[pid_codes_n[i]] if pid_codes_n[i] >= 0 else None
+        if type(pv) is int:
+            device[i] = pv
 
     # Keys beyond the canonical ones are kept per event for lossless re-export.
     extra = np.full(n, None, dtype=object)
@@ -441,18 +477,19 @@ def _events_to_table(src: SourceBytes, events: list) -> EventTable:
     # writes them back as they were: digit-string pids/tids, non-integer or non-flow ids,
     # and bp on events that are not flows.
     keep: dict[int, dict[str, Any]] = {}
-    for field, col in (("pid", pid), ("tid", tid)):
-        if not set(map(type, col)) <= {int, type(None)}:
-            for i, v in enumerate(col):
-                if type(v) is str and v.isdigit():
-                    keep.setdefault(i, {})[field] = v
+    for field, col, rows_ in (("pid", pid, pid_digit_rows), ("tid", tid, tid_digit_rows)):
+        for i in rows_.tolist():
+            keep.setdefault(i, {})[field] = col[i]
     is_flow = np.zeros(n, dtype=bool)
     is_flow[flow_rows] = True
-    fid_types = set(map(type, fid))
-    if fid_types - {type(None)}:
-        for i in np.flatnonzero(np.not_equal(np.asarray(fid, dtype=object), None)).tolist():
-            if not is_flow[i] or type(fid[i]) is not int:
-                keep.setdefault(i, {})["id"] = fid[i]
+    fid_types = set(map(type, fid)) - {type(None)}
+    if fid_types:
+        has_id = np.not_equal(np.asarray(fid, dtype=object), None)
+        odd_rows = has_id & ~is_flow
+        if fid_types - {int}:
+            odd_rows |= has_id & np.fromiter((type(v) is not int for v in fid), dtype=bool, count=n)
+        for i in np.flatnonzero(odd_rows).tolist():
+            keep.setdefault(i, {})["id"] = fid[i]
     if set(map(type, bp)) - {type(None)}:
         for i in np.flatnonzero(np.not_equal(np.asarray(bp, dtype=object), None) & ~is_flow).tolist():
             keep.setdefault(i, {})["bp"] = bp[i]
@@ -467,8 +504,8 @@ def _events_to_table(src: SourceBytes, events: list) -> EventTable:
         "name": pd.Categorical.from_codes(name_codes, categories=pd.Index(name_uniques, dtype=object)),
         "ts_ns": ts_ns,
         "dur_ns": dur_ns,
-        "pid": _categorical(pid_n),
-        "tid": _categorical(tid_n),
+        "pid": pid_cat,
+        "tid": tid_cat,
         "device": device,
         "stream": stream,
         "correlation": correlation,
