@@ -1,0 +1,181 @@
+"""``opgraph predict``: replay and what-if prediction (docs/predict.md)."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+import click
+
+from opgraph.cli import _console, emit_json, load_input, main
+from opgraph.errors import OpgraphInputError
+
+
+@main.command("predict")
+@click.argument("input", type=str)
+@click.option("--replay", is_flag=True,
+              help="Simulate the unmodified graph (the default when no transform is given).")
+@click.option("--scale-kernels", "scale_kernels", multiple=True, metavar="REGEX=F",
+              help="Device activities whose name matches REGEX take F times as long (repeatable).")
+@click.option("--scale-cpu", "scale_cpu", multiple=True, metavar="REGEX=F",
+              help="Host events whose name matches REGEX: exclusive time times F (repeatable).")
+@click.option("--launch-overhead", "launch_overhead", default=None, metavar="T",
+              help="Every launch API call takes T (e.g. 2us, 500ns, 0us).")
+@click.option("--remove", "remove", multiple=True, metavar="REGEX",
+              help="Drop host events whose name matches (with their children and kernels), and "
+                   "device activities whose name matches; dependencies pass through (repeatable).")
+@click.option("--device", default=None, metavar="NAME",
+              help="Re-time kernels by roofline on this device ('H100 SXM'; see `opgraph devices`).")
+@click.option("--source-device", "source_device", default=None, metavar="NAME",
+              help="With --device: the trace's device when its deviceProperties do not identify it.")
+@click.option("--typical-latencies", "typical_latencies", is_flag=True,
+              help="Replay with every binding latency (launch, kernel gap, sync return, ...) set to the "
+                   "trace's median of its kind: the error shows how much the timeline rests on outliers.")
+@click.option("--no-infer", "no_infer", is_flag=True,
+              help="Use only the graph's edges (no inferred launch-queue, hand-off and cross-stream waits).")
+@click.option("--window", default=None,
+              help="Step windows as in critical-path: 'all', a regex, default each ProfilerStep#N.")
+@click.option("--perfetto", "perfetto", default=None, type=str, metavar="OUT",
+              help="Write the predicted timeline as a Chrome/Perfetto trace (.json or .json.gz).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schemas/predict.schema.json).")
+@click.option("--path", "with_path", is_flag=True, help="With --json, include each step's predicted critical path.")
+def predict_cmd(input: str, replay: bool, scale_kernels: tuple[str, ...], scale_cpu: tuple[str, ...],
+                launch_overhead: str | None, remove: tuple[str, ...], device: str | None,
+                source_device: str | None, typical_latencies: bool, no_infer: bool, window: str | None,
+                perfetto: str | None, as_json: bool, with_path: bool) -> None:
+    """Replay INPUT's timeline from its dependency graph, or predict it under what-if
+    transforms: per-step time, GPU busy/idle and critical-path composition, against the
+    measured trace."""
+    from opgraph.predict import WhatIfError, parse_transforms, predict
+
+    try:
+        transforms = parse_transforms(scale_kernels, scale_cpu, launch_overhead, remove, device, typical_latencies)
+        if source_device is not None and device is None:
+            raise WhatIfError("--source-device", "needs --device")
+        if window not in (None, "all"):
+            try:
+                re.compile(window)
+            except re.error as e:
+                raise WhatIfError("--window", f"invalid regex {window!r}: {e}") from None
+    except WhatIfError as e:
+        raise OpgraphInputError(e.option, e.message) from None
+    edits = [t for t in transforms if t.kind != "typical_latencies"]
+    if replay and edits:
+        raise OpgraphInputError("--replay", "simulates the unmodified graph; drop it to apply "
+                                + ", ".join(t.describe() for t in edits))
+    if perfetto is not None:
+        if not (perfetto.endswith(".json") or perfetto.endswith(".json.gz")):
+            raise OpgraphInputError(perfetto, "unknown output type: use .json or .json.gz")
+        if os.path.abspath(perfetto) == os.path.abspath(input):
+            raise OpgraphInputError(perfetto, "refusing to overwrite the input")
+        from opgraph.graph.io import check_writable
+        check_writable(perfetto)
+    G = load_input(input)
+    try:
+        res = predict(G, transforms, window=window, source_device=source_device, infer=not no_infer)
+    except ValueError as e:
+        raise OpgraphInputError(input, str(e)) from None
+    if perfetto is not None:
+        if G.graph.get("events") is None:
+            raise OpgraphInputError(input, "this graph carries no events table; --perfetto needs one")
+        from opgraph.predict.replay import write_predicted_trace
+        write_predicted_trace(G, res.arr_pred, res.removed, perfetto,
+                              {"mode": res.mode, "transforms": [t.to_dict() for t in res.transforms],
+                               "source": G.graph.get("source")})
+    doc = res.to_dict(with_path=with_path)
+    if as_json:
+        emit_json(doc, "predict.schema.json")
+        return
+    _render(doc, perfetto)
+
+
+def _render(doc: dict[str, Any], perfetto: str | None) -> None:
+    from rich.table import Table
+
+    con = _console()
+    s = doc["summary"]
+    title = ("replay" if doc["mode"] == "replay" else "what-if") + (
+        ": " + "; ".join(_tr_text(t) for t in doc["transforms"]) if doc["transforms"] else "")
+    con.print(f"[bold]opgraph predict[/bold] — {title}")
+    if doc.get("device"):
+        d = doc["device"]
+        con.print(f"device: {d['source']} -> {d['target']}: {d['roofline_modelled']} kernels re-timed by roofline, "
+                  f"{d['bandwidth_scaled']} by the bandwidth ratio (no FLOP/byte model), "
+                  f"{d['unchanged_collective'] + d['unchanged_other']} kernels and "
+                  f"{d['unchanged_copies_memsets']} copies/memsets unchanged")
+    t = Table(show_lines=False)
+    for c, j in (("window", "left"), ("meas. µs", "right"), ("pred. µs", "right"), ("Δ %", "right"),
+                 ("GPU %", "right"), ("bound", "left")):
+        t.add_column(c, justify=j, no_wrap=True)
+    for st in doc["steps"][:200]:
+        if st["predicted_us"] is None:
+            t.add_row(st["name"], f"{st['measured_us']:,.1f}", "-", "-", "-", st["measured_bound"])
+            continue
+        t.add_row(st["name"], f"{st['measured_us']:,.1f}", f"{st['predicted_us']:,.1f}", f"{st['delta_pct']:+.2f}",
+                  f"{_pct(st['measured_gpu_busy_us'], st['measured_us'])} → "
+                  f"{_pct(st['predicted_gpu_busy_us'], st['predicted_us'])}",
+                  _bound(st["measured_bound"], st["predicted_bound"]))
+    if len(doc["steps"]) > 200:
+        t.add_row(f"… {len(doc['steps']) - 200} more", "", "", "", "", "")
+    t.add_row("[bold]total[/bold]", f"{s['measured_us']:,.1f}", f"{s['predicted_us']:,.1f}", f"{s['delta_pct']:+.2f}",
+              "", _bound(s["measured_bound"], s["predicted_bound"]))
+    con.print(t)
+    if doc["mode"] == "replay":
+        con.print(f"replay error per step: max {s['step_error_pct']['max']:.4f} %, "
+                  f"mean {s['step_error_pct']['mean']:.4f} %")
+    if s.get("speedup"):
+        con.print(f"speedup (summed step time): {s['speedup']:.3f}x; makespan {s['makespan_measured_us']:,.1f} → "
+                  f"{s['makespan_predicted_us']:,.1f} µs")
+    b = Table(title="critical-path composition (all windows, µs)")
+    for c, j in (("category", "left"), ("measured", "right"), ("predicted", "right"), ("Δ", "right")):
+        b.add_column(c, justify=j)
+    for c, v in s["measured_breakdown_us"].items():
+        p = s["predicted_breakdown_us"][c]
+        if v or p:
+            b.add_row(c, f"{v:,.1f}", f"{p:,.1f}", f"{p - v:+,.1f}")
+    if b.row_count:
+        con.print(b)
+    g = Table(title="GPU busy / idle (µs)")
+    for c in ("device", "busy meas", "busy pred", "idle meas", "idle pred", "busy % pred"):
+        g.add_column(c, justify="right")
+    for d in doc["gpu"]:
+        g.add_row(str(d["device"]), f"{d['measured']['busy_us']:,.1f}", f"{d['predicted']['busy_us']:,.1f}",
+                  f"{d['measured']['idle_us']:,.1f}", f"{d['predicted']['idle_us']:,.1f}",
+                  f"{d['predicted']['busy_pct']:.1f}")
+    if doc["gpu"]:
+        con.print(g)
+    for tr in doc["transforms"]:
+        if tr["matched"] == 0:
+            con.print(f"[yellow]warning:[/yellow] {_tr_text(tr)} matched nothing")
+    inf = doc["model"]["inferred"]
+    parts = [f"{inf.get('blocked_calls', 0)} launch calls blocked on a full launch queue"
+             + (f" (depth {', '.join(str(q) for q in inf['queue_depth'].values())})" if inf.get("queue_depth") else ""),
+             f"{inf.get('handoffs', 0)} cross-thread hand-offs", f"{inf.get('stream_waits', 0)} cross-stream waits"]
+    if any(inf.get(k) for k in ("blocked_calls", "handoffs", "stream_waits")):
+        con.print("inferred dependencies: " + ", ".join(parts))
+    if doc["model"]["dropped_cycle_edges"]:
+        con.print(f"[yellow]note:[/yellow] {doc['model']['dropped_cycle_edges']} edges dropped to break cycles")
+    if perfetto:
+        con.print(f"predicted timeline written to {perfetto}")
+
+
+def _pct(part: float, whole: float) -> str:
+    return f"{100.0 * part / whole:.0f}" if whole else "-"
+
+
+def _bound(measured: str, predicted: str) -> str:
+    return predicted if measured == predicted else f"{measured} → {predicted}"
+
+
+def _tr_text(t: dict[str, Any]) -> str:
+    k = t["kind"]
+    if k in ("scale_kernels", "scale_cpu"):
+        return f"{k.replace('_', '-')} '{t['pattern']}' x{t['factor']:g} ({t['matched']} matched)"
+    if k == "launch_overhead":
+        return f"launch-overhead {t['value_us']:g} us ({t['matched']} calls)"
+    if k == "remove":
+        return f"remove '{t['pattern']}' ({t['matched']} matched)"
+    if k == "typical_latencies":
+        return f"typical latencies ({t['matched']} binding latencies replaced)"
+    return f"device {t['device']}"

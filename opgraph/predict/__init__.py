@@ -1,0 +1,316 @@
+"""Replay and what-if prediction on the typed graph (docs/predict.md).
+
+```python
+from opgraph.graph.io import load_any
+from opgraph.predict import predict, parse_transforms
+
+G = load_any("trace.json.gz")
+res = predict(G)                                              # identity replay
+res = predict(G, parse_transforms(scale_kernels=["gemm=0.5"], launch_overhead="2us"))
+res.steps()                 # per step: measured and predicted time (ns)
+res.predicted_graph()       # G with predicted ts/dur (read-only; shares edges with G)
+res.to_dict()               # schemas/predict.schema.json
+```
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from opgraph.analysis.arrays import GraphArrays
+from opgraph.analysis.critical_path import CATEGORIES, CriticalPathResult, critical_path
+from opgraph.analysis.info import STEP_RE
+from opgraph.predict.replay import (
+    NEVER, BoundaryModel, build_model, critical_dag, predicted_arrays, predicted_graph, simulate,
+)
+from opgraph.predict.whatif import Transform, WhatIfError, apply, device_factors, parse_transforms
+
+__all__ = ["predict", "PredictResult", "parse_transforms", "Transform", "WhatIfError", "build_model",
+           "simulate", "BoundaryModel"]
+
+
+def gpu_usage(a: GraphArrays, exclude: np.ndarray | None = None) -> dict[int, dict[str, int]]:
+    """Per device: first activity start to last end (``span``), union of activity
+    intervals (``busy``), ``idle`` = span − busy, ``activities`` (ns)."""
+    act = a.is_activity.copy()
+    if exclude is not None:
+        act &= ~exclude
+    out: dict[int, dict[str, int]] = {}
+    idx = np.flatnonzero(act)
+    for dev in np.unique(a.device[idx]).tolist():
+        sel = idx[a.device[idx] == dev]
+        o = np.argsort(a.ts[sel], kind="stable")
+        st, en = a.ts[sel][o], a.end[sel][o]
+        run_end = np.maximum.accumulate(en)
+        gaps = np.maximum(st[1:] - run_end[:-1], 0)
+        span = int(run_end[-1] - st[0])
+        idle = int(gaps.sum())
+        out[int(dev)] = {"span": span, "busy": span - idle, "idle": idle, "activities": int(len(sel))}
+    return out
+
+
+def _merged(a: GraphArrays, exclude: np.ndarray | None = None) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per device: the union of activity intervals as disjoint sorted (starts, ends) and
+    the prefix sums of their lengths."""
+    act = a.is_activity.copy()
+    if exclude is not None:
+        act &= ~exclude
+    idx = np.flatnonzero(act)
+    out = []
+    for dev in np.unique(a.device[idx]).tolist():
+        sel = idx[a.device[idx] == dev]
+        o = np.argsort(a.ts[sel], kind="stable")
+        st, en = a.ts[sel][o], np.maximum.accumulate(a.end[sel][o])
+        new = np.ones(len(st), dtype=bool)
+        new[1:] = st[1:] > en[:-1]
+        first = np.flatnonzero(new)
+        m0 = st[first]
+        m1 = en[np.append(first[1:] - 1, len(st) - 1)]
+        out.append((m0, m1, np.concatenate([[0], np.cumsum(m1 - m0)])))
+    return out
+
+
+def _busy_in(merged: list[tuple[np.ndarray, np.ndarray, np.ndarray]], ws: int, we: int) -> int:
+    """GPU busy time (summed over devices) inside ``[ws, we)``."""
+    tot = 0
+    for m0, m1, cs in merged:
+        i = int(np.searchsorted(m1, ws, side="right"))
+        j = int(np.searchsorted(m0, we, side="left"))
+        if j <= i:
+            continue
+        tot += int(cs[j] - cs[i]) - max(0, ws - int(m0[i])) - max(0, int(m1[j - 1]) - we)
+    return tot
+
+
+def _makespan(a: GraphArrays, exclude: np.ndarray | None = None) -> tuple[int, int]:
+    m = a.is_host | a.is_activity
+    if exclude is not None:
+        m &= ~exclude
+    if not m.any():
+        return 0, 0
+    return int(a.ts[m].min()), int(a.end[m].max())
+
+
+@dataclass
+class PredictResult:
+    """A replay (no transforms) or what-if prediction of one graph. Times in ns."""
+
+    G: nx.DiGraph
+    model: BoundaryModel
+    transforms: list[Transform]
+    arr_pred: GraphArrays
+    removed: np.ndarray
+    measured_cp: CriticalPathResult
+    predicted_cp: CriticalPathResult
+    gpu_measured: dict[int, dict[str, int]]
+    gpu_predicted: dict[int, dict[str, int]]
+    makespan_measured: tuple[int, int]
+    makespan_predicted: tuple[int, int]
+    device_report: dict[str, Any] | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    _graph: nx.DiGraph | None = None
+
+    @property
+    def mode(self) -> str:
+        return "whatif" if any(t.kind != "typical_latencies" for t in self.transforms) else "replay"
+
+    def predicted_graph(self) -> nx.DiGraph:
+        """``G`` with predicted ``ts``/``dur`` on every node (removed events: zero duration
+        and ``removed=True``). Shares edges and ``graph`` with ``G``: read-only."""
+        if self._graph is None:
+            H = predicted_graph(self.G, self.arr_pred)
+            if self.removed.any():
+                for e in self.arr_pred.eid[self.removed].tolist():
+                    H._node[e]["removed"] = True
+            self._graph = H
+        return self._graph
+
+    def steps(self) -> list[dict[str, Any]]:
+        """Per window: name, eid, measured and predicted span (ns), and both breakdowns."""
+        pred = {(w.eid if w.eid is not None else ("#", i)): w for i, w in enumerate(self.predicted_cp.windows)}
+        rows = []
+        for i, w in enumerate(self.measured_cp.windows):
+            p = pred.get(w.eid if w.eid is not None else ("#", i))
+            rows.append({"name": w.name, "eid": w.eid, "measured": w, "predicted": p})
+        return rows
+
+    def step_errors(self) -> np.ndarray:
+        """|predicted − measured| / measured per step with a nonzero measured span."""
+        out = []
+        for r in self.steps():
+            m, p = r["measured"], r["predicted"]
+            if p is not None and m.span_ns > 0:
+                out.append(abs(p.span_ns - m.span_ns) / m.span_ns)
+        return np.array(out, dtype=np.float64)
+
+    def to_dict(self, with_path: bool = False) -> dict[str, Any]:
+        """JSON-ready (µs), the shape of ``schemas/predict.schema.json``."""
+        us = lambda ns: ns / 1000.0  # noqa: E731
+        steps = []
+        tot_m = tot_p = 0
+        merged_m = _merged(self.model.arr)
+        merged_p = _merged(self.arr_pred, self.removed)
+        for r in self.steps():
+            m, p = r["measured"], r["predicted"]
+            d: dict[str, Any] = {"name": r["name"], "eid": r["eid"], "measured_us": us(m.span_ns)}
+            if p is None:
+                d.update({"predicted_us": None, "delta_us": None, "delta_pct": None})
+            else:
+                tot_m += m.span_ns
+                tot_p += p.span_ns
+                d.update({"predicted_us": us(p.span_ns), "delta_us": us(p.span_ns - m.span_ns),
+                          "delta_pct": (100.0 * (p.span_ns - m.span_ns) / m.span_ns) if m.span_ns else 0.0,
+                          "predicted_start_us": us(p.start_ns), "predicted_end_us": us(p.end_ns)})
+            d["measured_start_us"] = us(m.start_ns)
+            d["measured_end_us"] = us(m.end_ns)
+            d["measured_gpu_busy_us"] = us(_busy_in(merged_m, m.start_ns, m.end_ns))
+            if p is not None:
+                d["predicted_gpu_busy_us"] = us(_busy_in(merged_p, p.start_ns, p.end_ns))
+            mb = m.breakdown_ns
+            d["measured_bound"] = m.bound
+            d["measured_breakdown_us"] = {c: us(mb[c]) for c in CATEGORIES}
+            if p is not None:
+                pb = p.breakdown_ns
+                d["predicted_bound"] = p.bound
+                d["predicted_breakdown_us"] = {c: us(pb[c]) for c in CATEGORIES}
+                d["delta_breakdown_us"] = {c: us(pb[c] - mb[c]) for c in CATEGORIES}
+                if with_path:
+                    d["predicted_path"] = [s.to_dict() for s in p.path]
+            steps.append(d)
+        errs = self.step_errors()
+        gpu = []
+        for dev in sorted(set(self.gpu_measured) | set(self.gpu_predicted)):
+            gm = self.gpu_measured.get(dev, {"span": 0, "busy": 0, "idle": 0, "activities": 0})
+            gp = self.gpu_predicted.get(dev, {"span": 0, "busy": 0, "idle": 0, "activities": 0})
+            gpu.append({"device": dev,
+                        "measured": {"span_us": us(gm["span"]), "busy_us": us(gm["busy"]), "idle_us": us(gm["idle"]),
+                                     "busy_pct": 100.0 * gm["busy"] / gm["span"] if gm["span"] else 0.0,
+                                     "activities": gm["activities"]},
+                        "predicted": {"span_us": us(gp["span"]), "busy_us": us(gp["busy"]), "idle_us": us(gp["idle"]),
+                                      "busy_pct": 100.0 * gp["busy"] / gp["span"] if gp["span"] else 0.0,
+                                      "activities": gp["activities"]},
+                        "delta_busy_us": us(gp["busy"] - gm["busy"]), "delta_idle_us": us(gp["idle"] - gm["idle"])})
+        ms_m = self.makespan_measured[1] - self.makespan_measured[0]
+        ms_p = self.makespan_predicted[1] - self.makespan_predicted[0]
+        sm = self.measured_cp.summary()
+        sp = self.predicted_cp.summary()
+        m = self.model
+        doc: dict[str, Any] = {
+            "mode": self.mode,
+            "source": dict(self.G.graph.get("source") or {}),
+            "window_mode": self.measured_cp.window_mode,
+            "transforms": [t.to_dict() for t in self.transforms],
+            "device": self.device_report,
+            "summary": {
+                "steps": len(steps),
+                "measured_us": us(tot_m), "predicted_us": us(tot_p), "delta_us": us(tot_p - tot_m),
+                "delta_pct": 100.0 * (tot_p - tot_m) / tot_m if tot_m else 0.0,
+                "speedup": (tot_m / tot_p) if tot_p else None,
+                "step_error_pct": {
+                    "max": float(100.0 * errs.max()) if len(errs) else 0.0,
+                    "mean": float(100.0 * errs.mean()) if len(errs) else 0.0,
+                },
+                "makespan_measured_us": us(ms_m), "makespan_predicted_us": us(ms_p),
+                "measured_bound": sm["bound"], "predicted_bound": sp["bound"],
+                "measured_breakdown_us": sm["breakdown_us"], "predicted_breakdown_us": sp["breakdown_us"],
+                "delta_breakdown_us": {c: sp["breakdown_us"][c] - sm["breakdown_us"][c] for c in CATEGORIES},
+            },
+            "steps": steps,
+            "gpu": gpu,
+            "model": {
+                "nodes": int(m.arr.n), "boundaries": int(m.n_boundaries), "edges": int(m.n_edges),
+                "binding_edges": int(m.binding.sum()), "dropped_cycle_edges": int(m.dropped_cycle_edges),
+                "typical_lag_us": {k: v / 1000.0 for k, v in m.typical.items()},
+                "removed_nodes": int(self.removed.sum()),
+                "inferred": {k: (int(v) if not isinstance(v, dict) else {str(d): int(q) for d, q in v.items()})
+                             for k, v in m.inferred.items()},
+            },
+            "timings_s": {k: round(v, 4) for k, v in self.timings.items()},
+        }
+        return doc
+
+
+def _step_graph(G: nx.DiGraph, a: GraphArrays, window: str | None) -> nx.DiGraph:
+    """The part of ``G`` that :func:`opgraph.analysis.critical_path.critical_path` reads to
+    find its windows (``find_steps``: ``ProfilerStep#N`` annotations / ops, else GPU
+    annotations), at the times of ``a``; other window modes read only the arrays."""
+    H = nx.DiGraph()
+    H.graph.update(G.graph)
+    if window is not None:
+        return H
+    cand = np.flatnonzero(np.isin(a.kind, ("annotation", "cpu_op", "gpu_annotation")))
+    for p in cand.tolist():
+        nm = a.name[p]
+        if isinstance(nm, str) and STEP_RE.search(nm):
+            H.add_node(int(a.eid[p]), kind=a.kind[p], name=nm, ts=int(a.ts[p]), dur=int(a.end[p] - a.ts[p]))
+    return H
+
+
+def predict(G: nx.DiGraph, transforms: list[Transform] | None = None, *, window: str | None = None,
+            source_device: str | None = None, arr: GraphArrays | None = None,
+            model: BoundaryModel | None = None, infer: bool = True) -> PredictResult:
+    """Replay ``G`` (no transforms) or predict it under ``transforms``.
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+        A graph built by :func:`opgraph.graph.build_graph`.
+    transforms : list of Transform, optional
+        From :func:`opgraph.predict.whatif.parse_transforms`.
+    window : str, optional
+        Step windows as in :func:`opgraph.analysis.critical_path.critical_path`.
+    source_device : str, optional
+        For a ``device`` transform: the trace's device when ``deviceProperties`` do not
+        identify it.
+    infer : bool
+        Add the dependencies the graph lacks but the trace shows (launch-queue
+        back-pressure, cross-thread hand-offs, cross-stream waits); see
+        :func:`opgraph.predict.replay.build_model`.
+
+    Raises ``ValueError`` for an unknown device (the CLI turns it into a one-line error).
+    """
+    transforms = list(transforms or [])
+    tm: dict[str, float] = {}
+    t0 = time.perf_counter()
+    m = model if model is not None else build_model(G, arr, infer=infer)
+    tm.update(m.timings)
+    a = m.arr
+    t1 = time.perf_counter()
+    dev_fac = None
+    dev_report = None
+    dev_tr = [t for t in transforms if t.kind == "device"]
+    if dev_tr:
+        dev_fac, dev_report = device_factors(G, dev_tr[-1].device, source_device, arr=a)
+        dev_tr[-1].matched = dev_report["roofline_modelled"] + dev_report["bandwidth_scaled"]
+        dev_tr[-1].detail = dict(dev_report)
+    tm["device_s"] = time.perf_counter() - t1
+    t2 = time.perf_counter()
+    ap = apply(m, transforms, dev_fac)
+    tb = simulate(m, ap.lag, ap.start)
+    tm["simulate_s"] = time.perf_counter() - t2
+    pa = predicted_arrays(m, tb)
+    rm = ap.removed
+    if rm.any():
+        s, e = pa.ts.copy(), pa.end.copy()
+        never = tb[0::2] <= NEVER // 2
+        ls, ld = a.out_edges("launch")
+        launcher = np.full(a.n, -1, dtype=np.int64)
+        launcher[ld] = ls
+        fix = np.flatnonzero(rm & never & (launcher >= 0))
+        s[fix] = s[launcher[fix]]
+        e[rm] = s[rm]
+        pa.ts, pa.end = s, e
+    t3 = time.perf_counter()
+    cp_m = critical_path(_step_graph(G, a, window), window=window, dag=critical_dag(m, a))
+    live = ap.lag > NEVER // 2
+    cp_p = critical_path(_step_graph(G, pa, window), window=window, dag=critical_dag(m, pa, live))
+    res = PredictResult(G, m, transforms, pa, rm, cp_m, cp_p, gpu_usage(a), gpu_usage(pa, rm),
+                        _makespan(a), _makespan(pa, rm), dev_report, tm)
+    tm["analysis_s"] = time.perf_counter() - t3
+    tm["total_s"] = time.perf_counter() - t0
+    return res

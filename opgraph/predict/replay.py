@@ -1,0 +1,770 @@
+"""Replay of a typed graph on the event-boundary DAG (docs/predict.md).
+
+The dependency model is the critical-path model's (:mod:`opgraph.analysis.critical_path`):
+every host event and device activity has a start boundary ``S`` and an end boundary
+``E``; the graph's edges become boundary edges:
+
+==========  =================================  =========================================
+role        edge                               lag taken from the trace
+==========  =================================  =========================================
+leaf        ``S -> E`` of a leaf host event     its duration (a blocking call: its own
+                                               time, see below)
+first       ``S(parent) -> S(first child)``     the parent's time before its first child
+gap         ``E(child) -> S(next child)``       the gap between two children (parent's)
+last        ``E(last child) -> E(parent)``      the parent's tail after its last child
+top         ``E -> S`` of top-level neighbours  untraced time between top-level events
+act         ``S -> E`` of a device activity     its duration
+stream      ``E(prev) -> S(act)`` same stream   the kernel gap (when queued)
+launch      ``S(call) -> S(act)``               the launch latency (when the stream was free)
+blockcopy   ``E(own copy) -> E(call)``          the blocking copy call's return latency
+sync        ``E(awaited) -> E(blocking call)``  the blocking call's return latency
+evwait      ``E(before record) -> S(after)``    the cross-stream gap
+flow        ``S -> S`` (fwd->bwd and others)    the measured offset
+queue       ``E(act) -> E(launch call)``        inferred: a full launch queue's wake-up
+handoff     ``S -> S``, ``E -> E`` across        inferred: a thread waiting for another
+            threads                            thread's burst of work
+evwait      (inferred) ``E -> S`` across        an activity that waited for another
+            streams                            stream's activity without cuda_sync events
+==========  =================================  =========================================
+
+The last three are dependencies the graph does not record but the trace shows
+(:func:`_queue_edges`, :func:`_handoff_edges`, :func:`_stream_wait_edges`; docs/predict.md
+gives the evidence); ``build_model(..., infer=False)`` leaves them out.
+
+CPU threads and GPU streams are the resources: program order (nest + host_seq) chains a
+thread's boundaries and stream order chains a stream's, so one max-plus pass in
+topological order is the whole simulation: each boundary happens at the latest
+``t(pred) + lag`` over its incoming edges (boundaries with no incoming edge keep their
+measured time).
+
+**Which lag is measured.** For each boundary, the edge that *arrived last* in the trace
+(the critical predecessor, chosen exactly as the critical path chooses it) carries the
+measured lag ``t(dst) - t(src)``: the kernel gap of a queued kernel, the launch latency
+of a kernel whose stream was free, the return latency of a blocking call that waited. The
+other edges did not bound anything in the trace, so their own lag is only known to be at
+most the measured difference; they get ``min(measured difference, typical lag)`` where
+the typical lag is the trace's median binding lag of that role (launch latency, kernel
+gap, return latency; 0 for program order and flows). A blocking call's ``S -> E`` edge
+is its own time when it did not wait, and ``min(duration, return latency)`` when it
+did: it ends no earlier than the work it syncs with plus its measured return latency.
+
+So the unmodified graph replays the trace exactly (inferred edges that the trace
+contradicts or that would close a cycle are dropped, and counted), and a what-if changes
+only the lags it touches.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+
+from opgraph.analysis.arrays import GraphArrays
+from opgraph.graph.build import _pageable_dtoh
+from opgraph.graph.linking import BLOCKING_COPY_RE
+
+ROLES = ("leaf", "first", "gap", "last", "top", "act", "stream", "launch", "blockcopy", "sync",
+         "evwait", "flow", "queue", "handoff")
+R = {r: i for i, r in enumerate(ROLES)}
+#: Tie priority of each role when picking the last-arriving edge (as in the critical path).
+_PRIO = {"leaf": 3, "first": 3, "gap": 3, "last": 3, "top": 3, "act": 3, "stream": 2, "blockcopy": 2,
+         "sync": 2, "evwait": 2, "launch": 1, "flow": 0, "queue": 2, "handoff": 2}
+#: Idle stretches of a thread at least this long are checked for a hand-off (ns).
+HANDOFF_MIN_NS = 200_000
+#: A hand-off's wake-up latency may be at most this long (and 10 % of the idle stretch).
+HANDOFF_TOL_NS = 1_000_000
+#: A launch call is blocked by a full launch queue when it takes this long (ns) and 10x the
+#: median of its API, with at least QUEUE_MIN_PENDING activities of its device in flight.
+QUEUE_MIN_NS = 50_000
+QUEUE_MIN_PENDING = 512
+#: Devices need this many blocked launch calls before a queue depth is estimated.
+QUEUE_MIN_BLOCKED = 3
+#: An activity whose launch latency or stream gap exceeds this (ns) and 10x the typical one,
+#: starting at most EVWAIT_TOL_NS after another stream's activity ended, waited for it.
+LATE_LAUNCH_NS = 50_000
+EVWAIT_TOL_NS = 20_000
+#: A time no boundary reaches ("never"): edges carrying it never bind.
+NEVER = -(1 << 62)
+
+
+@dataclass
+class BoundaryModel:
+    """The boundary DAG of a graph with measured lags, ready to simulate.
+
+    Boundary ``2p`` is the start and ``2p+1`` the end of node position ``p`` (positions of
+    :class:`~opgraph.analysis.arrays.GraphArrays`). Edge arrays are in processing order:
+    sorted by the topological position of their target, so one sequential relaxation
+    over them is a complete forward pass.
+    """
+
+    arr: GraphArrays
+    t: np.ndarray          # measured boundary times (ns), length 2n
+    src: np.ndarray        # boundary edge sources
+    dst: np.ndarray        # boundary edge targets
+    role: np.ndarray       # int8 code into ROLES
+    own: np.ndarray        # node position whose time the lag is
+    binding: np.ndarray    # bool: the edge that arrived last at its target in the trace
+    lag: np.ndarray        # identity lags (ns)
+    has_in: np.ndarray     # bool per boundary: has an incoming edge
+    typical: dict[str, int]
+    blocking: np.ndarray   # bool per node: its end waited for device work (sync bound)
+    dropped_cycle_edges: int = 0
+    timings: dict[str, float] = field(default_factory=dict)
+    inferred: dict[str, Any] = field(default_factory=dict)
+    is_host: np.ndarray | None = None    # per node
+    is_act: np.ndarray | None = None     # per node
+    name_codes: np.ndarray | None = None  # per node: index into name_uniq (-1: no name)
+    name_uniq: np.ndarray | None = None
+    cat: np.ndarray | None = None        # per edge: critical-path category code
+
+    @property
+    def n_boundaries(self) -> int:
+        return len(self.t)
+
+    def match_names(self, pattern: str, among: np.ndarray | None = None) -> np.ndarray:
+        """Node positions (within ``among``, default all) whose name ``re.search``-es
+        ``pattern``; the regex runs once per distinct name."""
+        import re
+
+        rx = re.compile(pattern)
+        hit = np.fromiter((isinstance(u, str) and bool(rx.search(u)) for u in self.name_uniq.tolist()),
+                          dtype=bool, count=len(self.name_uniq))
+        hit = np.append(hit, False)  # code -1
+        idx = np.arange(self.arr.n) if among is None else among
+        return idx[hit[self.name_codes[idx]]]
+
+    @property
+    def n_edges(self) -> int:
+        return len(self.src)
+
+
+def _edges(a: GraphArrays) -> tuple[np.ndarray, ...]:
+    """Boundary edges (src, dst, role, own) of the critical-path model, plus parent per node."""
+    n = a.n
+    is_host = a.is_host
+    is_act = a.is_activity
+    src_l, dst_l, role_l, own_l = [], [], [], []
+
+    def add(s: np.ndarray, d: np.ndarray, role: np.ndarray | int, own: np.ndarray) -> None:
+        if len(s):
+            src_l.append(np.asarray(s, dtype=np.int64))
+            dst_l.append(np.asarray(d, dtype=np.int64))
+            role_l.append(np.broadcast_to(np.asarray(role, dtype=np.int8), np.shape(s)))
+            own_l.append(np.asarray(own, dtype=np.int64))
+
+    ns_, nd_ = a.out_edges("nest")
+    hm = is_host[ns_] & is_host[nd_]
+    ns_, nd_ = ns_[hm], nd_[hm]
+    parent = np.full(n, -1, dtype=np.int64)
+    parent[nd_] = ns_
+    has_child = np.zeros(n, dtype=bool)
+    has_child[ns_] = True
+    hs, hd = a.out_edges("host_seq")
+    has_prev = np.zeros(n, dtype=bool)
+    has_prev[hd] = True
+    has_next = np.zeros(n, dtype=bool)
+    has_next[hs] = True
+    leaf = np.flatnonzero(is_host & ~has_child)
+    add(2 * leaf, 2 * leaf + 1, R["leaf"], leaf)
+    first = nd_[~has_prev[nd_]]
+    add(2 * parent[first], 2 * first, R["first"], parent[first])
+    last = nd_[~has_next[nd_]]
+    add(2 * last + 1, 2 * parent[last] + 1, R["last"], parent[last])
+    par = parent[hs]
+    add(2 * hs + 1, 2 * hd, np.where(par >= 0, R["gap"], R["top"]), np.where(par >= 0, par, hd))
+    act = np.flatnonzero(is_act)
+    add(2 * act, 2 * act + 1, R["act"], act)
+    ss, sd = a.out_edges("stream_seq")
+    add(2 * ss + 1, 2 * sd, R["stream"], sd)
+    ls, ld = a.out_edges("launch")
+    add(2 * ls, 2 * ld, R["launch"], ld)
+    blocking = np.fromiter((bool(BLOCKING_COPY_RE.match(x)) if isinstance(x, str) else False for x in a.name[ls]),
+                           dtype=bool, count=len(ls)) | _pageable_dtoh(a.name[ld])
+    add(2 * ld[blocking] + 1, 2 * ls[blocking] + 1, R["blockcopy"], ls[blocking])
+    ys, yd = a.out_edges("sync")
+    add(2 * ys + 1, 2 * yd + 1, R["sync"], yd)
+    ws_, wd_ = a.out_edges("event_wait")
+    add(2 * ws_ + 1, 2 * wd_, R["evwait"], wd_)
+    fs, fd = a.out_edges("flow")
+    fm = (is_host[fs] | is_act[fs]) & (is_host[fd] | is_act[fd])
+    add(2 * fs[fm], 2 * fd[fm], R["flow"], fd[fm])
+    if src_l:
+        return (np.concatenate(src_l), np.concatenate(dst_l), np.concatenate(role_l).astype(np.int8),
+                np.concatenate(own_l), parent)
+    e = np.empty(0, np.int64)
+    return e, e, np.empty(0, np.int8), e, parent
+
+
+def _topo_order(nb: int, src: np.ndarray, dst: np.ndarray, t: np.ndarray) -> np.ndarray | None:
+    """A topological order of the boundaries: by time, ties broken by the longest chain of
+    same-time edges; verified. ``None`` when some edge still goes backwards."""
+    level = np.zeros(nb, dtype=np.int64)
+    tie = np.flatnonzero(t[src] == t[dst])
+    ts_, td_ = src[tie], dst[tie]
+    for _ in range(64):
+        bad = level[ts_] >= level[td_]
+        if not bad.any():
+            break
+        np.maximum.at(level, td_[bad], level[ts_[bad]] + 1)
+    order = np.lexsort((level, t))
+    pos = np.empty(nb, dtype=np.int64)
+    pos[order] = np.arange(nb)
+    if (pos[src] < pos[dst]).all():
+        return pos
+    return None
+
+
+def _kahn(nb: int, src: np.ndarray, dst: np.ndarray, t: np.ndarray, inferred: np.ndarray | None = None
+          ) -> tuple[np.ndarray, np.ndarray]:
+    """Topological positions by Kahn's algorithm, and a mask of edges dropped to break
+    cycles: first the inferred edges among the boundaries left unreached, then edges among
+    them going backwards in time."""
+    keep = np.ones(len(src), dtype=bool)
+    inferred = np.zeros(len(src), dtype=bool) if inferred is None else inferred
+    while True:
+        s, d = src[keep], dst[keep]
+        o = np.argsort(s, kind="stable")
+        ptr = np.searchsorted(s[o], np.arange(nb + 1)).tolist()
+        out = d[o].tolist()
+        indeg = np.bincount(d, minlength=nb)
+        start = np.flatnonzero(indeg == 0)
+        stack = start[np.argsort(-t[start], kind="stable")].tolist()
+        deg = indeg.tolist()
+        order: list[int] = []
+        push, pop, app = stack.append, stack.pop, order.append
+        while stack:
+            u = pop()
+            app(u)
+            for k in range(ptr[u], ptr[u + 1]):
+                v = out[k]
+                deg[v] -= 1
+                if deg[v] == 0:
+                    push(v)
+        if len(order) == nb:
+            pos = np.empty(nb, dtype=np.int64)
+            pos[np.array(order, dtype=np.int64)] = np.arange(nb)
+            return pos, ~keep
+        # cycles: drop the backward-in-time edges among the unreached boundaries
+        left = np.ones(nb, dtype=bool)
+        left[np.array(order, dtype=np.int64)] = False
+        cyc = keep & left[src] & left[dst] & inferred
+        if cyc.any():
+            keep &= ~cyc
+            continue
+        cyc = keep & left[src] & left[dst] & (t[src] >= t[dst])
+        if not cyc.any():
+            cyc = keep & left[src] & left[dst]
+            cyc[np.flatnonzero(cyc)[1:]] = False
+        keep &= ~cyc
+
+
+def _queue_edges(a: GraphArrays) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    """Launch-queue back-pressure (device -> host): (src, dst, own) boundary edges, info.
+
+    A launch call that blocks for long (``QUEUE_MIN_NS`` and 10x its API's median) while
+    ``QUEUE_MIN_PENDING`` or more activities of its device are in flight waited for a slot
+    of the device's launch queue: it returned when the activity that ended last before its
+    return completed. Each such call gets that edge. When a device has
+    ``QUEUE_MIN_BLOCKED`` or more of them, its queue depth ``Q`` (in launch calls) is the
+    median distance between a blocked call and the call that launched what it waited for,
+    and every launch call on the device gets an edge from the end of the work of the call
+    ``Q`` launches before it: no call returns before a queue slot is free."""
+    empty = np.empty(0, np.int64)
+    info: dict[str, Any] = {"blocked_calls": 0, "queue_depth": {}}
+    ls, ld = a.out_edges("launch")
+    if not len(ls):
+        return empty, empty, empty, info
+    act = np.flatnonzero(a.is_activity)
+    # per call: its device and the last end of its activities
+    calls, inv = np.unique(ls, return_inverse=True)
+    c_dev = np.full(len(calls), -1, dtype=np.int64)
+    c_dev[inv] = a.device[ld]
+    c_last = np.full(len(calls), np.iinfo(np.int64).min, dtype=np.int64)
+    np.maximum.at(c_last, inv, a.end[ld])
+    c_lastpos = np.full(len(calls), -1, dtype=np.int64)
+    o = np.lexsort((a.end[ld], inv))
+    c_lastpos[inv[o]] = ld[o]  # the activity ending last (lexsort: last write wins)
+    dur = a.end[calls] - a.ts[calls]
+    names = a.name[calls].astype(str)
+    uniq, ninv = np.unique(names, return_inverse=True)
+    med = np.zeros(len(uniq))
+    for j in range(len(uniq)):
+        med[j] = np.median(dur[ninv == j])
+    long_ = (dur > QUEUE_MIN_NS) & (dur > 10 * med[ninv])
+    launch_ts = a.ts.copy()
+    launch_ts[ld] = a.ts[ls]
+    launcher = np.full(a.n, -1, dtype=np.int64)
+    launcher[ld] = ls
+    src_l, dst_l, own_l = [], [], []
+    for dev in np.unique(c_dev[c_dev >= 0]).tolist():
+        on = np.flatnonzero(c_dev == dev)
+        on = on[np.argsort(a.ts[calls[on]], kind="stable")]
+        dacts = act[a.device[act] == dev]
+        L = np.sort(launch_ts[dacts])
+        ends_sorted_idx = dacts[np.argsort(a.end[dacts], kind="stable")]
+        E = a.end[ends_sorted_idx]
+        cand = on[long_[on]]
+        if not len(cand):
+            continue
+        c0 = a.ts[calls[cand]]
+        c1 = a.end[calls[cand]]
+        pending = np.searchsorted(L, c0, side="left") - np.searchsorted(E, c0, side="right")
+        full = pending >= QUEUE_MIN_PENDING
+        cand, c0, c1 = cand[full], c0[full], c1[full]
+        j = np.searchsorted(E, c1 + 1000, side="right") - 1
+        ok = (j >= 0)
+        ok[ok] &= E[j[ok]] > c0[ok]
+        cand, j = cand[ok], j[ok]
+        if not len(cand):
+            continue
+        waited = ends_sorted_idx[j]
+        info["blocked_calls"] += int(len(cand))
+        src_l.append(2 * waited + 1)
+        dst_l.append(2 * calls[cand] + 1)
+        own_l.append(calls[cand])
+        # queue depth in launch calls
+        rank = np.full(len(calls), -1, dtype=np.int64)
+        rank[on] = np.arange(len(on))
+        wl = launcher[waited]
+        has = wl >= 0
+        if has.sum() < QUEUE_MIN_BLOCKED:
+            continue
+        wl_rank = rank[np.searchsorted(calls, wl[has])]
+        q = rank[cand[has]] - wl_rank
+        q = q[q > 0]
+        if len(q) < QUEUE_MIN_BLOCKED:
+            continue
+        Q = int(np.median(q))
+        info["queue_depth"][int(dev)] = Q
+        if len(on) > Q:
+            prev = on[:-Q]
+            nxt = on[Q:]
+            src_l.append(2 * c_lastpos[prev] + 1)
+            dst_l.append(2 * calls[nxt] + 1)
+            own_l.append(calls[nxt])
+    if not src_l:
+        return empty, empty, empty, info
+    return np.concatenate(src_l), np.concatenate(dst_l), np.concatenate(own_l), info
+
+
+def _handoff_edges(a: GraphArrays, t: np.ndarray, idle_src: np.ndarray, idle_dst: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    """Cross-thread hand-offs (host -> host): (src, dst, own) boundary edges, info.
+
+    A thread A idle from ``i0`` to ``i1`` (an untraced stretch: a gap between events, a
+    parent's time before its first or after its last child, or a leaf event's span: no
+    event of A in between) while another thread B of the same process, idle across ``i0`` and
+    across ``i1``, ran a burst of top-level events that started within the wake-up
+    tolerance after ``i0`` and ended within it before ``i1`` (and B had been idle for at
+    least ``HANDOFF_MIN_NS`` before it): A handed work to B and
+    waited for it (the autograd engine's device threads and ``backward()`` are the common
+    case). Edges: ``i0 -> S(first of burst)`` and ``E(last of burst) -> i1``."""
+    empty = np.empty(0, np.int64)
+    info = {"handoffs": 0}
+    if not len(idle_src):
+        return empty, empty, empty, info
+    host = np.flatnonzero(a.is_host)
+    ns_, nd_ = a.out_edges("nest")
+    hm = a.is_host[ns_] & a.is_host[nd_]
+    is_child = np.zeros(a.n, dtype=bool)
+    is_child[nd_[hm]] = True
+    roots = host[~is_child[host]]
+    lanes = {}
+    for ln in np.unique(a.lane[roots]).tolist():
+        r = roots[a.lane[roots] == ln]
+        r = r[np.argsort(a.ts[r], kind="stable")]
+        lanes[ln] = (r, a.ts[r], np.maximum.accumulate(a.end[r]))
+    pid_of_lane: dict[int, Any] = {}
+    for ln, (r, _, _) in lanes.items():
+        pid_of_lane[ln] = a.pid[r[0]]
+    by_pid: dict[Any, list[int]] = {}
+    for ln, p in pid_of_lane.items():
+        by_pid.setdefault(p, []).append(ln)
+    src_l, dst_l, own_l = [], [], []
+    for s, d in zip(idle_src.tolist(), idle_dst.tolist()):
+        i0, i1 = int(t[s]), int(t[d])
+        la = int(a.lane[d // 2])
+        tol = min(HANDOFF_TOL_NS, (i1 - i0) // 10)
+        for lb in by_pid.get(pid_of_lane.get(la), ()):
+            if lb == la:
+                continue
+            r, rs, re_ = lanes[lb]
+            k = int(np.searchsorted(rs, i0, side="left"))  # first root starting at/after i0
+            if k >= len(r) or rs[k] > i0 + tol:
+                continue
+            if k > 0 and re_[k - 1] > i0 - HANDOFF_MIN_NS:  # B was not waiting before i0
+                continue
+            m_ = int(np.searchsorted(rs, i1, side="left")) - 1  # last root starting before i1
+            if m_ < k or re_[m_] > i1 or re_[m_] < i1 - tol:
+                continue
+            y = int(r[m_]) if a.end[r[m_]] == re_[m_] else int(r[k:m_ + 1][np.argmax(a.end[r[k:m_ + 1]])])
+            src_l.append((s, 2 * int(r[k])))
+            dst_l.append((2 * y + 1, d))
+            own_l.append((int(r[k]), d // 2))
+            info["handoffs"] += 1
+    if not src_l:
+        return empty, empty, empty, info
+    a1 = np.array(src_l, dtype=np.int64)
+    a2 = np.array(dst_l, dtype=np.int64)
+    ow = np.array(own_l, dtype=np.int64)
+    return (np.concatenate([a1[:, 0], a2[:, 0]]), np.concatenate([a1[:, 1], a2[:, 1]]),
+            np.concatenate([ow[:, 0], ow[:, 1]]), info)
+
+
+def _stream_wait_edges(a: GraphArrays, t: np.ndarray, late_src: np.ndarray, late_dst: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    """Cross-stream waits the trace does not record (no ``cuda_sync`` events): an activity
+    whose start came far later than its binding dependency explains (a launch latency on a
+    free stream, or a gap after the previous activity of its stream, above
+    ``LATE_LAUNCH_NS`` and 10x the trace's typical one) and that started within
+    ``EVWAIT_TOL_NS`` after an activity of another stream of its device ended, waited for
+    that activity (``cudaStreamWaitEvent``, an NCCL stream waiting for the compute stream,
+    ...). Edge: ``E(that) -> S(activity)``."""
+    empty = np.empty(0, np.int64)
+    info = {"stream_waits": 0}
+    if not len(late_dst):
+        return empty, empty, empty, info
+    act = np.flatnonzero(a.is_activity)
+    src_l, dst_l = [], []
+    for dev in np.unique(a.device[late_dst // 2]).tolist():
+        dacts = act[a.device[act] == dev]
+        o = dacts[np.argsort(a.end[dacts], kind="stable")]
+        E = a.end[o]
+        sel = np.flatnonzero(a.device[late_dst // 2] == dev)
+        for j in sel.tolist():
+            p = int(late_dst[j] // 2)
+            s0 = int(a.ts[p])
+            k = int(np.searchsorted(E, s0, side="right")) - 1
+            # the latest end at or before the start, on another stream, after the launch call began
+            while k >= 0 and a.stream[o[k]] == a.stream[p] and E[k] > t[late_src[j]]:
+                k -= 1
+            if k < 0 or E[k] <= t[late_src[j]] or s0 - E[k] > EVWAIT_TOL_NS or a.stream[o[k]] == a.stream[p]:
+                continue
+            src_l.append(2 * int(o[k]) + 1)
+            dst_l.append(2 * p)
+    info["stream_waits"] = len(src_l)
+    if not src_l:
+        return empty, empty, empty, info
+    d = np.array(dst_l, dtype=np.int64)
+    return np.array(src_l, dtype=np.int64), d, d // 2, info
+
+
+def _pick_binding(t: np.ndarray, src: np.ndarray, dst: np.ndarray, role: np.ndarray) -> np.ndarray:
+    """The edge that arrived last at each target (the critical path's rule)."""
+    prio_of = np.array([_PRIO[r] for r in ROLES], dtype=np.int8)
+    arrive = np.minimum(t[src], t[dst])
+    o = np.lexsort((prio_of[role], arrive, dst))
+    last_of = np.ones(len(o), dtype=bool)
+    last_of[:-1] = dst[o][1:] != dst[o][:-1]
+    binding = np.zeros(len(src), dtype=bool)
+    binding[o[last_of]] = True
+    return binding
+
+
+def _lags(t: np.ndarray, src: np.ndarray, dst: np.ndarray, role: np.ndarray, own: np.ndarray,
+          binding: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
+    """Identity lags (module docstring), the per-node "blocking" mask (its end waited for
+    device work or another thread) and the typical lag per latency role."""
+    realized = t[dst] - t[src]
+
+    def med(*roles: str) -> int:
+        m = binding & np.isin(role, [R[r] for r in roles])
+        v = realized[m]
+        return int(max(np.median(v), 0)) if len(v) else 0
+
+    typical = {"launch": med("launch"), "stream": med("stream"), "evwait": med("stream", "evwait"),
+               "sync": med("sync", "blockcopy"), "blockcopy": med("sync", "blockcopy"),
+               "queue": med("queue"), "handoff": med("handoff")}
+    intrinsic = np.zeros(len(ROLES), dtype=np.int64)
+    for k, v in typical.items():
+        intrinsic[R[k]] = v
+    lag = np.where(binding, realized, np.minimum(realized, intrinsic[role]))
+    # blocking calls whose wait bounded their end: own time = min(duration, return latency)
+    waited = binding & np.isin(role, (R["sync"], R["blockcopy"], R["queue"], R["handoff"])) & (dst % 2 == 1)
+    blocking = np.zeros(n, dtype=bool)
+    blocking[own[waited]] = True
+    ret = np.zeros(n, dtype=np.int64)
+    ret[own[waited]] = realized[waited]
+    lf = np.flatnonzero((role == R["leaf"]) & blocking[own])
+    lag[lf] = np.clip(ret[own[lf]], 0, realized[lf])
+    return lag.astype(np.int64), blocking, typical
+
+
+def build_model(G: nx.DiGraph, arr: GraphArrays | None = None, infer: bool = True) -> BoundaryModel:
+    """The boundary DAG of ``G`` with measured lags (see the module docstring).
+
+    ``infer``: add the dependencies the graph does not record but the trace shows
+    (launch-queue back-pressure, cross-thread hand-offs, cross-stream waits;
+    :func:`_queue_edges`, :func:`_handoff_edges`, :func:`_stream_wait_edges`)."""
+    t0 = time.perf_counter()
+    a = arr if arr is not None else GraphArrays.from_graph(G)
+    t1 = time.perf_counter()
+    n = a.n
+    nb = 2 * n
+    t = np.empty(nb, dtype=np.int64)
+    t[0::2] = a.ts
+    t[1::2] = a.end
+    src, dst, role, own, _parent = _edges(a)
+    n_graph = len(src)
+    is_host, is_act = a.is_host, a.is_activity
+    codes, uniq = pd.factorize(a.name, use_na_sentinel=True)
+    inferred: dict[str, Any] = {"queue_edges": 0, "handoff_edges": 0, "stream_wait_edges": 0}
+    if infer:
+        qs, qd, qo, qi = _queue_edges(a)
+        binding = _pick_binding(t, src, dst, role)
+        realized = t[dst] - t[src]
+        idle_roles = (R["gap"], R["top"], R["last"], R["first"], R["leaf"])
+        idle = binding & np.isin(role, idle_roles) & (realized >= HANDOFF_MIN_NS)
+        hs_, hd_, ho, hi = _handoff_edges(a, t, src[idle], dst[idle])
+        late = np.zeros(len(src), dtype=bool)
+        for r_ in ("launch", "stream"):
+            lm = binding & (role == R[r_])
+            typ = int(max(np.median(realized[lm]), 0)) if lm.any() else 0
+            late |= lm & (realized > max(LATE_LAUNCH_NS, 10 * typ))
+        ws_, wd_, wo, wi = _stream_wait_edges(a, t, src[late], dst[late])
+        for x in (qi, hi, wi):
+            inferred.update(x)
+        xs = np.concatenate([qs, hs_, ws_])
+        xd = np.concatenate([qd, hd_, wd_])
+        xo = np.concatenate([qo, ho, wo])
+        xr = np.concatenate([np.full(len(qs), R["queue"], np.int8), np.full(len(hs_), R["handoff"], np.int8),
+                             np.full(len(ws_), R["evwait"], np.int8)])
+        # an inferred dependency the trace contradicts (its source ended after its target) is dropped
+        ok = t[xs] <= t[xd]
+        inferred["contradicted_edges"] = int((~ok).sum())
+        src = np.concatenate([src, xs[ok]])
+        dst = np.concatenate([dst, xd[ok]])
+        own = np.concatenate([own, xo[ok]])
+        role = np.concatenate([role, xr[ok]])
+        for k_, r_ in (("queue_edges", "queue"), ("handoff_edges", "handoff")):
+            inferred[k_] = int((xr[ok] == R[r_]).sum())
+        inferred["stream_wait_edges"] = int((xr[ok] == R["evwait"]).sum())
+    binding = _pick_binding(t, src, dst, role)
+    lag, blocking, typical = _lags(t, src, dst, role, own, binding, n)
+    t2 = time.perf_counter()
+
+    # topological order of the boundaries; edges sorted by their target's position
+    dropped = 0
+    pos = _topo_order(nb, src, dst, t)
+    if pos is None:
+        pos, drop = _kahn(nb, src, dst, t, np.isin(role, (R["queue"], R["handoff"])) | (np.arange(len(src)) >= n_graph))
+        if drop.any():
+            dropped = int((drop & (np.arange(len(src)) < n_graph)).sum())
+            inferred["dropped_inferred_edges"] = int((drop & (np.arange(len(src)) >= n_graph)).sum())
+            keep = ~drop
+            src, dst, role, own = (x[keep] for x in (src, dst, role, own))
+            binding = _pick_binding(t, src, dst, role)
+            lag, blocking, typical = _lags(t, src, dst, role, own, binding, n)
+    eo = np.argsort(pos[dst], kind="stable")
+    src, dst, role, own, binding, lag = (x[eo] for x in (src, dst, role, own, binding, lag))
+    has_in = np.zeros(nb, dtype=bool)
+    has_in[dst] = True
+    cat = _categories(a, is_act, codes, np.asarray(uniq, dtype=object), role, own)
+    t3 = time.perf_counter()
+    return BoundaryModel(a, t, src, dst, role, own, binding, lag.astype(np.int64), has_in, typical,
+                         blocking, dropped,
+                         {"arrays_s": t1 - t0, "edges_s": t2 - t1, "order_s": t3 - t2}, inferred,
+                         is_host, is_act, codes.astype(np.int64), np.asarray(uniq, dtype=object), cat)
+
+
+#: Critical-path category of each role (activity spans are categorised per activity).
+_ROLE_CAT = {"leaf": "cpu", "first": "cpu", "gap": "cpu", "last": "cpu", "top": "other", "act": "gpu_compute",
+             "stream": "kernel_gap", "launch": "launch_overhead", "blockcopy": "sync_wait", "sync": "sync_wait",
+             "evwait": "kernel_gap", "flow": "other", "queue": "sync_wait", "handoff": "sync_wait"}
+
+
+def _categories(a: GraphArrays, is_act: np.ndarray, codes: np.ndarray, uniq: np.ndarray, role: np.ndarray,
+                own: np.ndarray) -> np.ndarray:
+    """The critical-path category code (:data:`opgraph.analysis.critical_path.CATEGORIES`)
+    of every edge, as :func:`opgraph.analysis.critical_path.boundary_dag` assigns it."""
+    import re
+
+    from opgraph.analysis.arrays import COMM_KERNEL_PATTERN
+    from opgraph.analysis.critical_path import CATEGORIES
+
+    ci = {c: i for i, c in enumerate(CATEGORIES)}
+    rc = np.array([ci[_ROLE_CAT[r]] for r in ROLES], dtype=np.int8)
+    cat = rc[role]
+    rx = re.compile(COMM_KERNEL_PATTERN)
+    comm_u = np.append(np.fromiter((isinstance(u, str) and bool(rx.search(u)) for u in uniq.tolist()),
+                                   dtype=bool, count=len(uniq)), False)
+    act_cat = np.full(a.n, ci["gpu_compute"], dtype=np.int8)
+    act_cat[np.isin(a.kind, ("memcpy", "memset"))] = ci["gpu_memory"]
+    act_cat[(a.kind == "kernel") & comm_u[codes]] = ci["gpu_comm"]
+    m = role == R["act"]
+    cat[m] = act_cat[own[m]]
+    return cat
+
+
+def critical_dag(m: BoundaryModel, arr: GraphArrays, live: np.ndarray | None = None) -> Any:
+    """A :class:`opgraph.analysis.critical_path.BoundaryDAG` of the model's edges (graph
+    edges and inferred ones) at the times of ``arr`` (measured or predicted), for
+    :func:`opgraph.analysis.critical_path.critical_path`; ``live`` masks out edges a
+    transform removed. Critical predecessors are picked by the critical path's rule."""
+    from opgraph.analysis.critical_path import BoundaryDAG, CATEGORIES
+
+    n = arr.n
+    t = np.empty(2 * n, dtype=np.int64)
+    t[0::2] = arr.ts
+    t[1::2] = arr.end
+    src, dst, role, cat, own = m.src, m.dst, m.role, m.cat, m.own
+    if live is not None:
+        src, dst, role, cat, own = src[live], dst[live], role[live], cat[live], own[live]
+    prio_of = np.array([_PRIO[r] for r in ROLES], dtype=np.int8)
+    arrive = np.minimum(t[src], t[dst])
+    o = np.lexsort((prio_of[role], arrive, dst))
+    last_of = np.ones(len(o), dtype=bool)
+    last_of[:-1] = dst[o][1:] != dst[o][:-1]
+    pick = o[last_of]
+    cpred = np.full(2 * n, -1, dtype=np.int64)
+    ccat = np.full(2 * n, CATEGORIES.index("other"), dtype=np.int8)
+    cown = np.arange(2 * n, dtype=np.int64) // 2
+    cpred[dst[pick]] = src[pick]
+    ccat[dst[pick]] = cat[pick]
+    cown[dst[pick]] = own[pick]
+    ls, ld = arr.out_edges("launch")
+    launch_time = arr.ts.copy()
+    launch_time[ld] = arr.ts[ls]
+    return BoundaryDAG(arr, t, cpred, ccat, cown, launch_time)
+
+
+def simulate(m: BoundaryModel, lag: np.ndarray | None = None, start: np.ndarray | None = None) -> np.ndarray:
+    """Boundary times of the replay with ``lag`` (default: the identity lags).
+
+    ``start`` gives each boundary's own earliest time (default: the measured time for
+    boundaries with no incoming edge, "never" for the others); every boundary happens at
+    the latest of that and ``t(src) + lag`` over its incoming edges. Edges whose lag is
+    :data:`NEVER` or less never bind. One sequential pass over the edges, in target order."""
+    lag = m.lag if lag is None else lag
+    if start is None:
+        start = np.where(m.has_in, NEVER, m.t)
+    tt = start.tolist()
+    live = lag > NEVER // 2
+    s_l = m.src[live].tolist()
+    d_l = m.dst[live].tolist()
+    l_l = lag[live].tolist()
+    for s, d, lg in zip(s_l, d_l, l_l):
+        v = tt[s] + lg
+        if v > tt[d]:
+            tt[d] = v
+    return np.array(tt, dtype=np.int64)
+
+
+def predicted_arrays(m: BoundaryModel, tb: np.ndarray) -> GraphArrays:
+    """The model's :class:`GraphArrays` with predicted times. Device annotations
+    (``gpu_annotation``) are stretched over the activities they contain; boundaries the
+    replay never reached (removed work with nothing before it) collapse onto the other
+    boundary of their node, else keep their measured time."""
+    a = m.arr
+    s = tb[0::2].copy()
+    e = tb[1::2].copy()
+    never_s, never_e = s <= NEVER // 2, e <= NEVER // 2
+    s[never_s] = np.where(never_e[never_s], a.ts[never_s], e[never_s])
+    e[never_e] = np.maximum(s[never_e], np.where(never_s[never_e], a.end[never_e], s[never_e]))
+    e = np.maximum(e, s)
+    ga = np.flatnonzero(a.kind == "gpu_annotation")
+    if len(ga):
+        ns_, nd_ = a.out_edges("nest")
+        m_ = (a.kind[ns_] == "gpu_annotation") & a.is_activity[nd_]
+        ps, pd_ = ns_[m_], nd_[m_]
+        if len(ps):
+            lo = np.full(a.n, np.iinfo(np.int64).max, dtype=np.int64)
+            hi = np.full(a.n, np.iinfo(np.int64).min, dtype=np.int64)
+            np.minimum.at(lo, ps, s[pd_])
+            np.maximum.at(hi, ps, e[pd_])
+            got = np.unique(ps)
+            # keep the annotation's measured margins around its first and last activity
+            lo_m = np.full(a.n, np.iinfo(np.int64).max, dtype=np.int64)
+            hi_m = np.full(a.n, np.iinfo(np.int64).min, dtype=np.int64)
+            np.minimum.at(lo_m, ps, a.ts[pd_])
+            np.maximum.at(hi_m, ps, a.end[pd_])
+            s[got] = lo[got] - (lo_m[got] - a.ts[got])
+            e[got] = np.maximum(hi[got] + (a.end[got] - hi_m[got]), s[got])
+    return replace(a, ts=s, end=e)
+
+
+def predicted_graph(G: nx.DiGraph, pa: GraphArrays) -> nx.DiGraph:
+    """A graph like ``G`` whose nodes carry the predicted ``ts``/``dur``. Node attribute
+    dicts are new; the edge structure (adjacency dicts) and ``G.graph`` are shared with
+    ``G`` (treat the result as read-only)."""
+    H = G.__class__()
+    H.graph = dict(G.graph)
+    H.graph["predicted"] = True
+    ts = pa.ts.tolist()
+    dur = (pa.end - pa.ts).tolist()
+    nodes = G._node
+    H._node = {k: {**nodes[k], "ts": t_, "dur": d_} for k, t_, d_ in zip(pa.eid.tolist(), ts, dur)}
+    H._adj = G._adj
+    H._succ = G._succ
+    H._pred = G._pred
+    return H
+
+
+def write_predicted_trace(G: nx.DiGraph, pa: GraphArrays, removed: np.ndarray, path: str,
+                          info: dict[str, Any] | None = None) -> int:
+    """Write the predicted timeline as a Chrome/Perfetto trace next to the original.
+
+    Every node event is written with its predicted ``ts``/``dur`` (removed events are
+    left out); metadata, instant and other events are kept as they are; the trace-span
+    event covers the predicted timeline. Flow events are rebuilt from the graph's
+    ``launch`` edges (``ac2g``) and ``flow`` edges (their original ``cat``), from the
+    predicted start of one end to the predicted start of the other; ``cuda_sync`` marker
+    events are left out (their times no longer hold). ``info`` goes into the trace's
+    top-level ``opgraph_predict`` key. Returns the number of events written."""
+    from opgraph.export.chrome import write_trace
+
+    ev = G.graph["events"]
+    n_ev = len(ev)
+    eids = ev["eid"].to_numpy()
+    row_of = np.full(int(eids.max()) + 1 if n_ev else 0, -1, dtype=np.int64)
+    row_of[eids] = np.arange(n_ev)
+    ts = ev["ts_ns"].to_numpy().copy()
+    dur = ev["dur_ns"].to_numpy().copy()
+    rows = row_of[pa.eid]
+    ts[rows] = pa.ts
+    dur[rows] = pa.end - pa.ts
+    kind = ev["kind"].to_numpy(dtype=object)
+    keep = ~np.isin(kind, ("flow_start", "flow_end", "cuda_sync"))
+    keep[rows[removed]] = False
+    live = ~removed & (pa.is_host | pa.is_activity | (pa.kind == "gpu_annotation"))
+    span_rows = np.flatnonzero(kind == "trace_span")
+    if len(span_rows) and live.any():
+        lo, hi = int(pa.ts[live].min()), int(pa.end[live].max())
+        ts[span_rows] = lo
+        dur[span_rows] = np.where(dur[span_rows] >= 0, hi - lo, dur[span_rows])
+    out = ev.iloc[np.flatnonzero(keep)].copy()
+    out["ts_ns"] = ts[keep]
+    out["dur_ns"] = dur[keep]
+    # flows from the graph's edges, at the predicted times
+    pid_o = ev["pid"].to_numpy(dtype=object)
+    tid_o = ev["tid"].to_numpy(dtype=object)
+    extra: list[dict[str, Any]] = []
+    fid = int(ev["flow_id"].max()) + 1 if n_ev and (ev["flow_id"] >= 0).any() else 1
+    ls, ld = pa.out_edges("launch")
+    pairs = [(ls, ld, np.full(len(ls), "ac2g", dtype=object))]
+    fs, fd = pa.out_edges("flow")
+    if len(fs):
+        fe = np.array([(G._succ[u][v].get("cat") or "flow") for u, v in zip(pa.eid[fs].tolist(), pa.eid[fd].tolist())],
+                      dtype=object)
+        pairs.append((fs, fd, fe))
+    for s_, d_, cats in pairs:
+        ok = ~removed[s_] & ~removed[d_]
+        for u, v, c in zip(s_[ok].tolist(), d_[ok].tolist(), cats[ok].tolist()):
+            ru, rv = int(rows[u]), int(rows[v])
+            extra.append({"ph": "s", "id": fid, "cat": c, "name": c, "pid": pid_o[ru], "tid": tid_o[ru],
+                          "ts": int(pa.ts[u])})
+            extra.append({"ph": "f", "id": fid, "bp": "e", "cat": c, "name": c, "pid": pid_o[rv],
+                          "tid": tid_o[rv], "ts": int(pa.ts[v])})
+            fid += 1
+    H = nx.DiGraph()
+    H.graph.update(G.graph)
+    H.graph["events"] = out
+    meta = dict(G.graph.get("trace_metadata") or {})
+    meta["opgraph_predict"] = info or {"predicted": True}
+    H.graph["trace_metadata"] = meta
+    write_trace(H, path, extra_events=extra)
+    return int(len(out) + len(extra))
