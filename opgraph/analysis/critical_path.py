@@ -35,6 +35,7 @@ from typing import Any
 
 import networkx as nx
 import numpy as np
+import pandas as pd
 
 from opgraph.analysis.arrays import COMM_KERNEL_PATTERN, GraphArrays
 from opgraph.analysis.info import find_steps
@@ -174,28 +175,28 @@ class BoundaryDAG:
     launch_time: np.ndarray  # per node position: launching call's start, else own start
 
 
-def boundary_dag(G: nx.DiGraph, arr: GraphArrays | None = None) -> BoundaryDAG:
-    """Build the boundary DAG of ``G`` and pick every boundary's critical predecessor."""
-    a = arr if arr is not None else GraphArrays.from_graph(G)
+#: Roles of boundary edges (the dependency model shared with :mod:`opgraph.predict`).
+ROLES = ("leaf", "first", "gap", "last", "top", "act", "stream", "launch", "blockcopy", "sync",
+         "evwait", "flow", "queue", "handoff")
+R = {r: i for i, r in enumerate(ROLES)}
+#: Tie priority of each role when picking the last-arriving edge (as in the critical path).
+_PRIO = {"leaf": 3, "first": 3, "gap": 3, "last": 3, "top": 3, "act": 3, "stream": 2, "blockcopy": 2,
+         "sync": 2, "evwait": 2, "launch": 1, "flow": 0, "queue": 2, "handoff": 2}
+
+def boundary_edges(a: GraphArrays) -> tuple[np.ndarray, ...]:
+    """Boundary edges (src, dst, role, own) of the critical-path model, plus parent per node."""
     n = a.n
-    t = np.empty(2 * n, dtype=np.int64)
-    t[0::2] = a.ts
-    t[1::2] = a.end
     is_host = a.is_host
     is_act = a.is_activity
-    S = lambda p: 2 * p  # noqa: E731
-    E = lambda p: 2 * p + 1  # noqa: E731
-    src_l, dst_l, cat_l, own_l, prio_l = [], [], [], [], []
+    src_l, dst_l, role_l, own_l = [], [], [], []
 
-    def add(s: np.ndarray, d: np.ndarray, cat: np.ndarray | int, own: np.ndarray, prio: int) -> None:
+    def add(s: np.ndarray, d: np.ndarray, role: np.ndarray | int, own: np.ndarray) -> None:
         if len(s):
-            src_l.append(s)
-            dst_l.append(d)
-            cat_l.append(np.broadcast_to(np.asarray(cat, dtype=np.int8), s.shape))
-            own_l.append(own)
-            prio_l.append(np.full(len(s), prio, dtype=np.int8))
+            src_l.append(np.asarray(s, dtype=np.int64))
+            dst_l.append(np.asarray(d, dtype=np.int64))
+            role_l.append(np.broadcast_to(np.asarray(role, dtype=np.int8), np.shape(s)))
+            own_l.append(np.asarray(own, dtype=np.int64))
 
-    # host nesting
     ns_, nd_ = a.out_edges("nest")
     hm = is_host[ns_] & is_host[nd_]
     ns_, nd_ = ns_[hm], nd_[hm]
@@ -209,48 +210,73 @@ def boundary_dag(G: nx.DiGraph, arr: GraphArrays | None = None) -> BoundaryDAG:
     has_next = np.zeros(n, dtype=bool)
     has_next[hs] = True
     leaf = np.flatnonzero(is_host & ~has_child)
-    add(S(leaf), E(leaf), _CAT["cpu"], leaf, 3)
+    add(2 * leaf, 2 * leaf + 1, R["leaf"], leaf)
     first = nd_[~has_prev[nd_]]
-    add(S(parent[first]), S(first), _CAT["cpu"], parent[first], 3)
+    add(2 * parent[first], 2 * first, R["first"], parent[first])
     last = nd_[~has_next[nd_]]
-    add(E(last), E(parent[last]), _CAT["cpu"], parent[last], 3)
+    add(2 * last + 1, 2 * parent[last] + 1, R["last"], parent[last])
     par = parent[hs]
-    add(E(hs), S(hd), np.where(par >= 0, _CAT["cpu"], _CAT["other"]), np.where(par >= 0, par, hd), 3)
-
-    # device activities
+    add(2 * hs + 1, 2 * hd, np.where(par >= 0, R["gap"], R["top"]), np.where(par >= 0, par, hd))
     act = np.flatnonzero(is_act)
-    cat_act = np.full(len(act), _CAT["gpu_compute"], dtype=np.int8)
-    cat_act[np.isin(a.kind[act], ("memcpy", "memset"))] = _CAT["gpu_memory"]
-    names = a.name[act]
-    is_comm = np.fromiter((bool(_COMM_RE.search(x)) if isinstance(x, str) else False for x in names),
-                          dtype=bool, count=len(act))
-    cat_act[is_comm & (a.kind[act] == "kernel")] = _CAT["gpu_comm"]
-    add(S(act), E(act), cat_act, act, 3)
+    add(2 * act, 2 * act + 1, R["act"], act)
     ss, sd = a.out_edges("stream_seq")
-    add(E(ss), S(sd), _CAT["kernel_gap"], sd, 2)
+    add(2 * ss + 1, 2 * sd, R["stream"], sd)
     ls, ld = a.out_edges("launch")
-    add(S(ls), S(ld), _CAT["launch_overhead"], ld, 1)
-    # a blocking copy returns after its own copy ends
+    add(2 * ls, 2 * ld, R["launch"], ld)
     blocking = np.fromiter((bool(BLOCKING_COPY_RE.match(x)) if isinstance(x, str) else False for x in a.name[ls]),
                            dtype=bool, count=len(ls)) | _pageable_dtoh(a.name[ld])
-    add(E(ld[blocking]), E(ls[blocking]), _CAT["sync_wait"], ls[blocking], 2)
+    add(2 * ld[blocking] + 1, 2 * ls[blocking] + 1, R["blockcopy"], ls[blocking])
     ys, yd = a.out_edges("sync")
-    add(E(ys), E(yd), _CAT["sync_wait"], yd, 2)
+    add(2 * ys + 1, 2 * yd + 1, R["sync"], yd)
     ws_, wd_ = a.out_edges("event_wait")
-    add(E(ws_), S(wd_), _CAT["kernel_gap"], wd_, 2)
+    add(2 * ws_ + 1, 2 * wd_, R["evwait"], wd_)
     fs, fd = a.out_edges("flow")
     fm = (is_host[fs] | is_act[fs]) & (is_host[fd] | is_act[fd])
-    add(S(fs[fm]), S(fd[fm]), _CAT["other"], fd[fm], 0)
-
+    add(2 * fs[fm], 2 * fd[fm], R["flow"], fd[fm])
     if src_l:
-        src = np.concatenate(src_l)
-        dst = np.concatenate(dst_l)
-        cat = np.concatenate(cat_l)
-        own = np.concatenate(own_l)
-        prio = np.concatenate(prio_l)
-    else:
-        src = dst = own = np.empty(0, np.int64)
-        cat = prio = np.empty(0, np.int8)
+        return (np.concatenate(src_l), np.concatenate(dst_l), np.concatenate(role_l).astype(np.int8),
+                np.concatenate(own_l), parent)
+    e = np.empty(0, np.int64)
+    return e, e, np.empty(0, np.int8), e, parent
+
+
+#: Critical-path category of each role (activity spans are categorised per activity).
+_ROLE_CAT = {"leaf": "cpu", "first": "cpu", "gap": "cpu", "last": "cpu", "top": "other", "act": "gpu_compute",
+             "stream": "kernel_gap", "launch": "launch_overhead", "blockcopy": "sync_wait", "sync": "sync_wait",
+             "evwait": "kernel_gap", "flow": "other", "queue": "sync_wait", "handoff": "sync_wait"}
+
+
+def _categories(a: GraphArrays, is_act: np.ndarray, codes: np.ndarray, uniq: np.ndarray, role: np.ndarray,
+                own: np.ndarray) -> np.ndarray:
+    """The critical-path category code (:data:`opgraph.analysis.critical_path.CATEGORIES`)
+    of every edge, as :func:`opgraph.analysis.critical_path.boundary_dag` assigns it."""
+    import re
+
+    ci = {c: i for i, c in enumerate(CATEGORIES)}
+    rc = np.array([ci[_ROLE_CAT[r]] for r in ROLES], dtype=np.int8)
+    cat = rc[role]
+    rx = re.compile(COMM_KERNEL_PATTERN)
+    comm_u = np.append(np.fromiter((isinstance(u, str) and bool(rx.search(u)) for u in uniq.tolist()),
+                                   dtype=bool, count=len(uniq)), False)
+    act_cat = np.full(a.n, ci["gpu_compute"], dtype=np.int8)
+    act_cat[np.isin(a.kind, ("memcpy", "memset"))] = ci["gpu_memory"]
+    act_cat[(a.kind == "kernel") & comm_u[codes]] = ci["gpu_comm"]
+    m = role == R["act"]
+    cat[m] = act_cat[own[m]]
+    return cat
+
+
+def boundary_dag(G: nx.DiGraph, arr: GraphArrays | None = None) -> BoundaryDAG:
+    """Build the boundary DAG of ``G`` and pick every boundary's critical predecessor."""
+    a = arr if arr is not None else GraphArrays.from_graph(G)
+    n = a.n
+    t = np.empty(2 * n, dtype=np.int64)
+    t[0::2] = a.ts
+    t[1::2] = a.end
+    src, dst, role, own, _parent = boundary_edges(a)
+    codes, uniq = pd.factorize(a.name)
+    cat = _categories(a, a.is_activity, codes.astype(np.int64), np.asarray(uniq, dtype=object), role, own)
+    prio = np.array([_PRIO[r] for r in ROLES], dtype=np.int8)[role]
     arrive = np.minimum(t[src], t[dst])
     o = np.lexsort((prio, arrive, dst))
     last_of = np.ones(len(o), dtype=bool)
@@ -262,6 +288,7 @@ def boundary_dag(G: nx.DiGraph, arr: GraphArrays | None = None) -> BoundaryDAG:
     cpred[dst[pick]] = src[pick]
     ccat[dst[pick]] = cat[pick]
     cown[dst[pick]] = own[pick]
+    ls, ld = a.out_edges("launch")
     launch_time = a.ts.copy()
     launch_time[ld] = a.ts[ls]
     return BoundaryDAG(a, t, cpred, ccat, cown, launch_time)

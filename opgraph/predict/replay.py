@@ -64,15 +64,9 @@ import numpy as np
 import pandas as pd
 
 from opgraph.analysis.arrays import GraphArrays
-from opgraph.graph.build import _pageable_dtoh
-from opgraph.graph.linking import BLOCKING_COPY_RE
+from opgraph.analysis.critical_path import ROLES, R, _PRIO, _categories
+from opgraph.analysis.critical_path import boundary_edges as _edges
 
-ROLES = ("leaf", "first", "gap", "last", "top", "act", "stream", "launch", "blockcopy", "sync",
-         "evwait", "flow", "queue", "handoff")
-R = {r: i for i, r in enumerate(ROLES)}
-#: Tie priority of each role when picking the last-arriving edge (as in the critical path).
-_PRIO = {"leaf": 3, "first": 3, "gap": 3, "last": 3, "top": 3, "act": 3, "stream": 2, "blockcopy": 2,
-         "sync": 2, "evwait": 2, "launch": 1, "flow": 0, "queue": 2, "handoff": 2}
 #: Idle stretches of a thread at least this long are checked for a hand-off (ns).
 HANDOFF_MIN_NS = 200_000
 #: A hand-off's wake-up latency may be at most this long (and 10 % of the idle stretch).
@@ -140,63 +134,6 @@ class BoundaryModel:
     @property
     def n_edges(self) -> int:
         return len(self.src)
-
-
-def _edges(a: GraphArrays) -> tuple[np.ndarray, ...]:
-    """Boundary edges (src, dst, role, own) of the critical-path model, plus parent per node."""
-    n = a.n
-    is_host = a.is_host
-    is_act = a.is_activity
-    src_l, dst_l, role_l, own_l = [], [], [], []
-
-    def add(s: np.ndarray, d: np.ndarray, role: np.ndarray | int, own: np.ndarray) -> None:
-        if len(s):
-            src_l.append(np.asarray(s, dtype=np.int64))
-            dst_l.append(np.asarray(d, dtype=np.int64))
-            role_l.append(np.broadcast_to(np.asarray(role, dtype=np.int8), np.shape(s)))
-            own_l.append(np.asarray(own, dtype=np.int64))
-
-    ns_, nd_ = a.out_edges("nest")
-    hm = is_host[ns_] & is_host[nd_]
-    ns_, nd_ = ns_[hm], nd_[hm]
-    parent = np.full(n, -1, dtype=np.int64)
-    parent[nd_] = ns_
-    has_child = np.zeros(n, dtype=bool)
-    has_child[ns_] = True
-    hs, hd = a.out_edges("host_seq")
-    has_prev = np.zeros(n, dtype=bool)
-    has_prev[hd] = True
-    has_next = np.zeros(n, dtype=bool)
-    has_next[hs] = True
-    leaf = np.flatnonzero(is_host & ~has_child)
-    add(2 * leaf, 2 * leaf + 1, R["leaf"], leaf)
-    first = nd_[~has_prev[nd_]]
-    add(2 * parent[first], 2 * first, R["first"], parent[first])
-    last = nd_[~has_next[nd_]]
-    add(2 * last + 1, 2 * parent[last] + 1, R["last"], parent[last])
-    par = parent[hs]
-    add(2 * hs + 1, 2 * hd, np.where(par >= 0, R["gap"], R["top"]), np.where(par >= 0, par, hd))
-    act = np.flatnonzero(is_act)
-    add(2 * act, 2 * act + 1, R["act"], act)
-    ss, sd = a.out_edges("stream_seq")
-    add(2 * ss + 1, 2 * sd, R["stream"], sd)
-    ls, ld = a.out_edges("launch")
-    add(2 * ls, 2 * ld, R["launch"], ld)
-    blocking = np.fromiter((bool(BLOCKING_COPY_RE.match(x)) if isinstance(x, str) else False for x in a.name[ls]),
-                           dtype=bool, count=len(ls)) | _pageable_dtoh(a.name[ld])
-    add(2 * ld[blocking] + 1, 2 * ls[blocking] + 1, R["blockcopy"], ls[blocking])
-    ys, yd = a.out_edges("sync")
-    add(2 * ys + 1, 2 * yd + 1, R["sync"], yd)
-    ws_, wd_ = a.out_edges("event_wait")
-    add(2 * ws_ + 1, 2 * wd_, R["evwait"], wd_)
-    fs, fd = a.out_edges("flow")
-    fm = (is_host[fs] | is_act[fs]) & (is_host[fd] | is_act[fd])
-    add(2 * fs[fm], 2 * fd[fm], R["flow"], fd[fm])
-    if src_l:
-        return (np.concatenate(src_l), np.concatenate(dst_l), np.concatenate(role_l).astype(np.int8),
-                np.concatenate(own_l), parent)
-    e = np.empty(0, np.int64)
-    return e, e, np.empty(0, np.int8), e, parent
 
 
 def _topo_order(nb: int, src: np.ndarray, dst: np.ndarray, t: np.ndarray) -> np.ndarray | None:
@@ -569,35 +506,6 @@ def build_model(G: nx.DiGraph, arr: GraphArrays | None = None, infer: bool = Tru
                          blocking, dropped,
                          {"arrays_s": t1 - t0, "edges_s": t2 - t1, "order_s": t3 - t2}, inferred,
                          is_host, is_act, codes.astype(np.int64), np.asarray(uniq, dtype=object), cat)
-
-
-#: Critical-path category of each role (activity spans are categorised per activity).
-_ROLE_CAT = {"leaf": "cpu", "first": "cpu", "gap": "cpu", "last": "cpu", "top": "other", "act": "gpu_compute",
-             "stream": "kernel_gap", "launch": "launch_overhead", "blockcopy": "sync_wait", "sync": "sync_wait",
-             "evwait": "kernel_gap", "flow": "other", "queue": "sync_wait", "handoff": "sync_wait"}
-
-
-def _categories(a: GraphArrays, is_act: np.ndarray, codes: np.ndarray, uniq: np.ndarray, role: np.ndarray,
-                own: np.ndarray) -> np.ndarray:
-    """The critical-path category code (:data:`opgraph.analysis.critical_path.CATEGORIES`)
-    of every edge, as :func:`opgraph.analysis.critical_path.boundary_dag` assigns it."""
-    import re
-
-    from opgraph.analysis.arrays import COMM_KERNEL_PATTERN
-    from opgraph.analysis.critical_path import CATEGORIES
-
-    ci = {c: i for i, c in enumerate(CATEGORIES)}
-    rc = np.array([ci[_ROLE_CAT[r]] for r in ROLES], dtype=np.int8)
-    cat = rc[role]
-    rx = re.compile(COMM_KERNEL_PATTERN)
-    comm_u = np.append(np.fromiter((isinstance(u, str) and bool(rx.search(u)) for u in uniq.tolist()),
-                                   dtype=bool, count=len(uniq)), False)
-    act_cat = np.full(a.n, ci["gpu_compute"], dtype=np.int8)
-    act_cat[np.isin(a.kind, ("memcpy", "memset"))] = ci["gpu_memory"]
-    act_cat[(a.kind == "kernel") & comm_u[codes]] = ci["gpu_comm"]
-    m = role == R["act"]
-    cat[m] = act_cat[own[m]]
-    return cat
 
 
 def critical_dag(m: BoundaryModel, arr: GraphArrays, live: np.ndarray | None = None) -> Any:
