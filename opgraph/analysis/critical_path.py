@@ -45,7 +45,6 @@ from opgraph.graph.linking import BLOCKING_COPY_RE
 CATEGORIES = ("cpu", "gpu_compute", "gpu_comm", "gpu_memory", "launch_overhead", "kernel_gap",
               "sync_wait", "other")
 _CAT = {c: i for i, c in enumerate(CATEGORIES)}
-_COMM_RE = re.compile(COMM_KERNEL_PATTERN)
 
 
 @dataclass(frozen=True)
