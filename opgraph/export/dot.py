@@ -518,8 +518,10 @@ def graph_view(G: nx.DiGraph, window: str | None = None, critical_only: bool = F
 # --------------------------------------------------------------------------- DOT
 def _label_name(vn: ViewNode, width: int = 38) -> str:
     nm = vn.name or "(unnamed)"
-    if vn.kind == "kernel":
-        nm = short_kernel_name(nm) or nm
+    if vn.kind == "kernel":  # "void at::native::(anonymous namespace)::max_pool_forward_nchw<float>(...)" -> max_pool_forward_nchw
+        from opgraph.analysis.diff import normalize_kernel_name
+        parts = [p for p in (normalize_kernel_name(nm, "base") or "").split("::") if p.strip()]
+        nm = parts[-1].strip() if parts else (short_kernel_name(nm) or nm)
     elif vn.kind == "python":  # "transformers/models/bert/modeling_bert.py(1160): forward" -> file and function
         m = _PY_FRAME_RE.match(nm)
         if m:
@@ -548,31 +550,33 @@ def _legend(view: GraphView, title: str) -> str:
     if "critical" not in ekinds:
         ekinds.append("critical")
     rows = [f'<TR><TD ALIGN="LEFT"><B>{esc(title)}</B></TD></TR>']
-    info = view.summary().split("; max-nodes")[0]
-    rows.append(f'<TR><TD ALIGN="LEFT"><FONT POINT-SIZE="10">{esc(info)}</FONT></TD></TR>')
+    info = "<BR ALIGN=\"LEFT\"/>".join(esc(x) for x in view.summary().split("; --max-nodes")[0].split("; "))
+    rows.append(f'<TR><TD ALIGN="LEFT"><FONT POINT-SIZE="10">{info}<BR ALIGN="LEFT"/></FONT></TD></TR>')
+    br = '<BR ALIGN="LEFT"/>'
     if view.cut:
-        rows.append(f'<TR><TD ALIGN="LEFT"><FONT POINT-SIZE="10" COLOR="#b00000">'
-                    f'{esc(view.cut_text())}</FONT></TD></TR>')
+        import textwrap
+        cut = br.join(esc(x) for x in textwrap.wrap(view.cut_text(), 110))
+        rows.append(f'<TR><TD ALIGN="LEFT"><FONT POINT-SIZE="10" COLOR="#b00000">{cut}{br}</FONT></TD></TR>')
     cells = []
     c = view.counts()
     for k in kinds:
         shape, extra, fill, text = NODE_STYLE[k]
         cells.append(f'<TD BGCOLOR="{fill}" BORDER="1" COLOR="#666666"><FONT POINT-SIZE="10">'
                      f'{esc(text)} ({c[k]:,}) · {esc(shape)}</FONT></TD>')
-    rows.append(f'<TR><TD ALIGN="LEFT"><TABLE BORDER="0" CELLSPACING="4" '
-                f'CELLPADDING="3"><TR>' + "".join(cells) + "</TR></TABLE></TD></TR>")
+    trs = "".join("<TR>" + "".join(cells[i:i + 4]) + "</TR>" for i in range(0, len(cells), 4))
+    rows.append(f'<TR><TD ALIGN="LEFT"><TABLE BORDER="0" CELLSPACING="4" CELLPADDING="3">{trs}</TABLE></TD></TR>')
     ecells = []
     for k in ekinds:
         attrs, glyph, text = EDGE_STYLE[k]
         g = f"<B>{esc(glyph)}</B>" if attrs.get("style") == "bold" else esc(glyph)
         ecells.append(f'<FONT COLOR="{attrs["color"]}">{g}</FONT> {esc(text)}')
     ecells.append('<FONT COLOR="#888888">┈┈▸</FONT> order across undrawn events')
-    rows.append(f'<TR><TD ALIGN="LEFT"><FONT POINT-SIZE="10">'
-                + " &#160;&#160; ".join(ecells) + "</FONT></TD></TR>")
+    lines = [" &#160;&#160; ".join(ecells[i:i + 4]) for i in range(0, len(ecells), 4)]
+    rows.append(f'<TR><TD ALIGN="LEFT"><FONT POINT-SIZE="10">{br.join(lines)}{br}</FONT></TD></TR>')
     rows.append(f'<TR><TD ALIGN="LEFT"><FONT POINT-SIZE="10">'
                 f'<FONT COLOR="{CRITICAL_COLOR}"><B>thick orange border</B></FONT>: on the critical path '
-                f'(its time on the path after ◆) · labels: name (+merged events) and duration · '
-                f'time runs down · lanes: one per CPU thread (nesting indented) and per GPU stream</FONT></TD></TR>')
+                f'(its time on the path after ◆) · labels: name (+merged events) and duration{br}'
+                f'time runs down · lanes: one per CPU thread (nesting indented) and one per GPU stream{br}</FONT></TD></TR>')
     return '<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="3" CELLPADDING="2">' + "".join(rows) + "</TABLE>>"
 
 
