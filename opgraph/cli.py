@@ -178,4 +178,7 @@ def _register_optional() -> None:
 _register_optional()
 
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    # Run the module's importable twin, on which opgraph.commands registered its commands.
+    from opgraph.cli import main as _main
+
+    _main()

@@ -79,7 +79,8 @@ def window_members(G, regex: str | None) -> dict[int, str]:
     device activities whose launch call starts in one (eid -> kind)."""
     nodes = G.nodes
     if regex is None:
-        wins = [(min(d["ts"] for _, d in G.nodes(data=True)), max(d["ts"] + d["dur"] for _, d in G.nodes(data=True)) + 1)]
+        data = [d for _, d in G.nodes(data=True)]
+        wins = [(min(d["ts"] for d in data), max(d["ts"] + d["dur"] for d in data) + 1)]
     else:
         rx = re.compile(regex)
         wins = [(d["ts"], d["ts"] + d["dur"]) for _, d in G.nodes(data=True)
@@ -242,7 +243,7 @@ def test_alexnet_critical_only_collapsed_png(tmp_path):
     import networkx as nx
     H = nx.Graph([(u, v) for u, v, cls in svg_edges(svg) if "critical" in cls])
     assert nx.number_connected_components(H) == 1
-    assert {e for e, cls in nodes.items() if "critical" in cls} <= set(H) | set()
+    assert {e for e, cls in nodes.items() if "critical" in cls} <= set(H)
 
 
 @requires_traces

@@ -518,7 +518,8 @@ def graph_view(G: nx.DiGraph, window: str | None = None, critical_only: bool = F
 # --------------------------------------------------------------------------- DOT
 def _label_name(vn: ViewNode, width: int = 38) -> str:
     nm = vn.name or "(unnamed)"
-    if vn.kind == "kernel":  # "void at::native::(anonymous namespace)::max_pool_forward_nchw<float>(...)" -> max_pool_forward_nchw
+    if vn.kind == "kernel":
+        # "void at::native::(anonymous namespace)::max_pool_forward_nchw<float>(...)" -> max_pool_forward_nchw
         from opgraph.analysis.diff import normalize_kernel_name
         parts = [p for p in (normalize_kernel_name(nm, "base") or "").split("::") if p.strip()]
         nm = parts[-1].strip() if parts else (short_kernel_name(nm) or nm)
@@ -576,7 +577,8 @@ def _legend(view: GraphView, title: str) -> str:
     rows.append(f'<TR><TD ALIGN="LEFT"><FONT POINT-SIZE="10">'
                 f'<FONT COLOR="{CRITICAL_COLOR}"><B>thick orange border</B></FONT>: on the critical path '
                 f'(its time on the path after ◆) · labels: name (+merged events) and duration{br}'
-                f'time runs down · lanes: one per CPU thread (nesting indented) and one per GPU stream{br}</FONT></TD></TR>')
+                f'time runs down · lanes: one per CPU thread (nesting indented) and one per GPU stream{br}'
+                f'</FONT></TD></TR>')
     return '<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="3" CELLPADDING="2">' + "".join(rows) + "</TABLE>>"
 
 

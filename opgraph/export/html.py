@@ -250,13 +250,15 @@ def _section_cp(data: dict[str, Any], picture: str | None, picture_note: str) ->
     rows = []
     for i, w in enumerate(cp["windows"][:50]):
         rows.append([_esc(w["name"]), _num(data, "critical_path", f"windows/{i}/span_us"),
-                     _esc(w["bound"]), _num(data, "critical_path", f"windows/{i}/breakdown_pct/{w['bound']}", pct=True)])
+                     _esc(w["bound"]),
+                     _num(data, "critical_path", f"windows/{i}/breakdown_pct/{w['bound']}", pct=True)])
     parts.append(_table(["window", "span = path length µs", "bound by", "bound %"], rows, "small"))
     if n > 50:
         parts.append(f'<p class="note">{n - 50} more windows in the chart and in the JSON.</p>')
     if picture:
         parts.append(f'<figure class="fig"><figcaption>{_esc(picture_note)}<span class="hint">hover a node or edge '
-                     f'for details · buttons zoom</span></figcaption><div class="zoombar"><button data-z="1.25">+</button>'
+                     f'for details · buttons zoom</span></figcaption><div class="zoombar">'
+                     f'<button data-z="1.25">+</button>'
                      f'<button data-z="0.8">−</button><button data-z="0">fit</button></div>'
                      f'<div class="cpsvg" data-chart="cp_svg">{picture}</div></figure>')
     elif picture_note:
@@ -271,7 +273,8 @@ def _section_idle(data: dict[str, Any]) -> str:
     rows = []
     for i, r in enumerate(idle["blame_top"]):
         rows.append([_esc(r["kind"]), f'<span class="name" title="{_esc(r["name"])}">{_esc(_short(r["name"]))}</span>',
-                     _num(data, "idle", f"blame_top/{i}/blame_us"), _num(data, "idle", f"blame_top/{i}/share_pct", pct=True),
+                     _num(data, "idle", f"blame_top/{i}/blame_us"),
+                     _num(data, "idle", f"blame_top/{i}/share_pct", pct=True),
                      _num(data, "idle", f"blame_top/{i}/count")])
     parts.append(_chart("idle_blame", "Top CPU ops blamed for CPU-induced GPU idle (µs, exclusive blame, rolled up "
                         "to the outermost op)", "hover: values", 60 + 22 * max(1, len(idle["blame_top"]))))
@@ -294,7 +297,6 @@ def _section_breakdowns(data: dict[str, Any]) -> str:
 
 def _section_roofline(data: dict[str, Any], top: int = 20) -> str:
     r = data["roofline"]
-    s = r["summary"]
     devs = ", ".join(f"{_esc(d['runtime_name'])} → {_esc(d['table_name'] or 'unknown')}" for d in r["devices"])
     parts = [f'<p class="note">Devices: {devs}. Kernels {_num(data, "roofline", "summary/kernels")}, '
              f'{_num(data, "roofline", "summary/kernel_time_us", " µs")}; with a cost model: '
@@ -311,7 +313,8 @@ def _section_roofline(data: dict[str, Any], top: int = 20) -> str:
     parts.append(_table(["kernel", "count", "total µs", "TFLOP/s", "GB/s", "% peak FLOP/s", "% peak BW", "bound",
                          "dtype", "model"], rows, "small"))
     parts.append(_chart("roofline", "Roofline: achieved TFLOP/s against arithmetic intensity (FLOP/byte), "
-                        "one point per kernel name", "log-log · hover: values · drag: zoom · double-click: reset", 420))
+                        "one point per kernel name", "log-log · hover: values · drag: zoom · double-click: reset",
+                        420))
     return "".join(parts)
 
 
