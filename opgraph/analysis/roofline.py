@@ -171,39 +171,21 @@ class TraceColumns:
 
     @classmethod
     def from_graph(cls, G: nx.DiGraph) -> "TraceColumns":
-        nodes = list(G._node)
+        from opgraph.analysis.arrays import GraphArrays
+
+        a = GraphArrays.from_graph(G)
         attrs = list(G._node.values())
-        n = len(nodes)
-        eid = np.array(nodes, dtype=np.int64) if n else np.empty(0, np.int64)
-        kind = np.array([d["kind"] for d in attrs], dtype=object)
-        name = np.array([d.get("name") for d in attrs], dtype=object)
-        ts = np.array([d["ts"] for d in attrs], dtype=np.int64)
-        dur = np.array([d["dur"] for d in attrs], dtype=np.int64)
-        device = np.array([d.get("device", -1) for d in attrs], dtype=np.int64)
+        n = a.n
         ext = np.array([d.get("external_id", -1) for d in attrs], dtype=np.int64)
         if n and "args" in attrs[0]:
             args = np.empty(n, dtype=object)
             args[:] = [d.get("args") for d in attrs]
         else:
             ev = G.graph.get("events")
-            if ev is not None and n:
-                args = ev["args"].to_numpy(dtype=object)[eid]
-            else:
-                args = np.full(n, None, dtype=object)
-        pos_of = dict(zip(nodes, range(n)))
-        ps, pd_, ls, ld = [], [], [], []
-        for u, nbrs in G._succ.items():
-            for v, d in nbrs.items():
-                k = d.get("kind")
-                if k == "nest":
-                    ps.append(u)
-                    pd_.append(v)
-                elif k == "launch":
-                    ls.append(u)
-                    ld.append(v)
-        conv = lambda xs: np.array([pos_of[x] for x in xs], dtype=np.int64)  # noqa: E731
-        return cls._finish(eid, kind, name, ts, dur, device, ext, args, conv(ps), conv(pd_), conv(ls), conv(ld),
-                           G.graph)
+            args = ev["args"].to_numpy(dtype=object)[a.eid] if ev is not None and n else np.full(n, None, dtype=object)
+        ps, pd_ = a.out_edges("nest")
+        ls, ld = a.out_edges("launch")
+        return cls._finish(a.eid, a.kind, a.name, a.ts, a.end - a.ts, a.device, ext, args, ps, pd_, ls, ld, G.graph)
 
     @classmethod
     def from_payload(cls, payload: Mapping[str, Any]) -> "TraceColumns":
