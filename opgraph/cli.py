@@ -75,8 +75,26 @@ def _console():
 
 
 # --------------------------------------------------------------------------- build
+def multirank_options(f: Callable) -> Callable:
+    """``--scheduler``, ``--workers`` (multi-rank input: docs/multirank.md)."""
+    f = click.option("--workers", type=click.IntRange(min=1), default=None,
+                     help="Multi-rank input: processes of the embedded pool (default: all cores).")(f)
+    f = click.option("--scheduler", default=None, metavar="ADDRESS",
+                     help="Multi-rank input: run the per-rank work on this Dask scheduler "
+                          "(e.g. tcp://host:8786) instead of the embedded process pool.")(f)
+    return f
+
+
+def is_multirank_input(inputs: tuple[str, ...] | list[str]) -> bool:
+    """Several files, a directory or a glob pattern: a multi-rank job."""
+    if len(inputs) != 1:
+        return True
+    p = inputs[0]
+    return os.path.isdir(p) or (any(ch in p for ch in "*?[") and not os.path.exists(p))
+
+
 @main.command()
-@click.argument("trace", type=str)
+@click.argument("traces", type=str, nargs=-1, required=True)
 @click.option("-o", "--output", required=True, type=str,
               help="Where to save the graph: .gpickle (fast) or .json.gz / .json (node-link).")
 @click.option("--format", "fmt", default=None, help="Force the input format (default: detect by content).")
@@ -85,10 +103,32 @@ def _console():
 @click.option("--iterations", default=None, metavar="A:B",
               help="Keep only steps A..B-1 (0-based positions, Python slice rules) and the GPU work they launched.")
 @click.option("--step-regex", default=None, help="With --iterations: what a step is (default ProfilerStep#N).")
-def build(trace: str, output: str, fmt: str | None, et_path: str | None, iterations: str | None,
-          step_regex: str | None) -> None:
-    """Build the typed DAG of TRACE and save it."""
+@multirank_options
+@click.option("--keep", default=None, metavar="RANKS",
+              help="Multi-rank input: ranks kept with their full graph: all, none, auto (default: all "
+                   "ranks while their estimated size fits --memory-budget) or a list like 0,3,5-7; the "
+                   "others contribute summaries and collective tables only.")
+@click.option("--memory-budget", type=click.FloatRange(min=0.01), default=None, metavar="GIB",
+              help="Multi-rank input with --keep auto: memory (GiB) the kept graphs may take (default 8).")
+def build(traces: tuple[str, ...], output: str, fmt: str | None, et_path: str | None, iterations: str | None,
+          step_regex: str | None, scheduler: str | None, workers: int | None, keep: str | None,
+          memory_budget: float | None) -> None:
+    """Build the typed DAG of TRACE and save it.
+
+    Several traces, a directory or a glob (one trace per rank) build one multi-rank job
+    graph: ranks are read in parallel (a process pool, or a Dask cluster with --scheduler),
+    collectives matched across ranks and clocks aligned (docs/multirank.md)."""
     import gc
+
+    if is_multirank_input(traces) or scheduler or keep:
+        if fmt or et_path or iterations:
+            raise OpgraphInputError(traces[0], "--format, --et and --iterations apply to a single trace, "
+                                    "not to a multi-rank job")
+        from opgraph.multirank.commands import build_job_command
+        build_job_command(list(traces), output, keep, workers, scheduler,
+                          None if memory_budget is None else int(memory_budget * 2**30))
+        return
+    trace = traces[0]
 
     import networkx as nx
 

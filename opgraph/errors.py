@@ -15,6 +15,10 @@ class OpgraphInputError(Exception):
         self.event_index = event_index
         super().__init__(self._format())
 
+    def __reduce__(self):
+        # picklable with its fields (errors cross process-pool and Dask boundaries)
+        return (type(self), (self.path, self.problem, self.event_index))
+
     def _format(self) -> str:
         where = str(self.path) if self.path else "<input>"
         if self.event_index is not None:

@@ -24,8 +24,9 @@ class GraphArrays:
 
     ``eid`` maps positions to node keys; ``ts``/``end``/``dur`` are ns; ``kind`` is an
     object array of kind names; ``lane`` codes host threads (pid, tid) and device streams
-    (device, stream) (different lanes never share a code). Edge arrays per kind hold
-    positions (not eids).
+    (device, stream) (different lanes never share a code), per rank: ``rank`` is the
+    node's rank in a multi-rank job graph (docs/multirank.md), all zeros for a single-rank
+    graph, and two ranks never share a lane. Edge arrays per kind hold positions (not eids).
     """
 
     eid: np.ndarray
@@ -40,6 +41,11 @@ class GraphArrays:
     lane: np.ndarray
     edges: dict[str, tuple[np.ndarray, np.ndarray]]
     pos_of: dict[int, int]
+    rank: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.rank is None:
+            self.rank = np.zeros(len(self.eid), dtype=np.int64)
 
     @property
     def n(self) -> int:
@@ -86,6 +92,12 @@ class GraphArrays:
         dev_lane = -((device + 2) * (1 << 32) + (stream + 2))
         lane_raw = np.where(is_dev, dev_lane, host_lane)
         lane, _ = pd.factorize(lane_raw)
+        if n and "rank" in attrs[0]:  # a multi-rank job graph: lanes are per rank
+            rank = np.array([d.get("rank", 0) for d in attrs], dtype=np.int64)
+            if len(np.unique(rank)) > 1:
+                lane, _ = pd.factorize(rank * (int(lane.max()) + 1) + lane)
+        else:
+            rank = np.zeros(n, dtype=np.int64)
         src, dst, ek = [], [], []
         for u, nbrs in G._succ.items():
             for v, d in nbrs.items():
@@ -109,4 +121,5 @@ class GraphArrays:
             for j, k in enumerate(uniq):
                 m = codes == j
                 edges[str(k)] = (s_pos[m], d_pos[m])
-        return cls(eid, kind, name, ts, ts + dur, pid, tid, device, stream, lane.astype(np.int64), edges, pos_of)
+        return cls(eid, kind, name, ts, ts + dur, pid, tid, device, stream, lane.astype(np.int64), edges, pos_of,
+                   rank)

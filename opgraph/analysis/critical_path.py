@@ -265,8 +265,26 @@ def _categories(a: GraphArrays, is_act: np.ndarray, codes: np.ndarray, uniq: np.
     return cat
 
 
-def boundary_dag(G: nx.DiGraph, arr: GraphArrays | None = None) -> BoundaryDAG:
-    """Build the boundary DAG of ``G`` and pick every boundary's critical predecessor."""
+@dataclass
+class ExtraEdges:
+    """Boundary edges added to the model by a caller (e.g. cross-rank ``collective`` edges of
+    :mod:`opgraph.analysis.crossrank`): boundaries ``src -> dst`` (``2p`` start, ``2p+1`` end
+    of node position ``p``), each with a category code (index into :data:`CATEGORIES`), an
+    owner position and a tie priority (higher wins among equal arrival times; the model's
+    own edges use 0..3)."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    cat: np.ndarray
+    own: np.ndarray
+    prio: np.ndarray
+
+
+def boundary_dag(G: nx.DiGraph, arr: GraphArrays | None = None, extra: ExtraEdges | None = None) -> BoundaryDAG:
+    """Build the boundary DAG of ``G`` and pick every boundary's critical predecessor.
+
+    ``extra`` edges join the model's own edges before the pick (the single-rank analysis
+    passes none)."""
     a = arr if arr is not None else GraphArrays.from_graph(G)
     n = a.n
     t = np.empty(2 * n, dtype=np.int64)
@@ -276,6 +294,12 @@ def boundary_dag(G: nx.DiGraph, arr: GraphArrays | None = None) -> BoundaryDAG:
     codes, uniq = pd.factorize(a.name)
     cat = _categories(a, a.is_activity, codes.astype(np.int64), np.asarray(uniq, dtype=object), role, own)
     prio = np.array([_PRIO[r] for r in ROLES], dtype=np.int8)[role]
+    if extra is not None and len(extra.src):
+        src = np.concatenate([src, np.asarray(extra.src, np.int64)])
+        dst = np.concatenate([dst, np.asarray(extra.dst, np.int64)])
+        cat = np.concatenate([cat, np.asarray(extra.cat, np.int8)])
+        own = np.concatenate([own, np.asarray(extra.own, np.int64)])
+        prio = np.concatenate([prio, np.asarray(extra.prio, np.int8)])
     arrive = np.minimum(t[src], t[dst])
     o = np.lexsort((prio, arrive, dst))
     last_of = np.ones(len(o), dtype=bool)
@@ -316,6 +340,42 @@ def _windows(G: nx.DiGraph, a: GraphArrays, window: str | None) -> tuple[list[tu
     return ([("all", None, int(a.ts.min()), int(a.end.max()))] if a.n else []), "all"
 
 
+def walk_back(d: BoundaryDAG, b: int, ws: int) -> list[list[int]]:
+    """The critical path into boundary ``b``, back to time ``ws`` (ns), in time order.
+
+    Follows critical predecessors from ``b`` until one lies at or before ``ws``; each step's
+    time is clamped to its successor's, so the segments tile ``[ws, t(b)]`` exactly.
+    Returns ``[owner position, category code, t0, t1]`` per segment (consecutive steps of
+    one owner and category merged); time before the first boundary with no predecessor is
+    ``other``."""
+    t, cpred, ccat, cown = d.t, d.cpred, d.ccat, d.cown
+    segs: list[list[int]] = []  # [owner, cat, t0, t1], built backwards
+    tb = int(t[b])
+    guard = len(t) + 1
+    while guard:
+        guard -= 1
+        u = int(cpred[b])
+        c = int(ccat[b])
+        ow = int(cown[b])
+        if u < 0:
+            if tb > ws:
+                segs.append([b // 2, _CAT["other"], ws, tb])
+            break
+        tu = min(int(t[u]), tb)
+        if tu <= ws:
+            if tb > ws:
+                segs.append([ow, c, ws, tb])
+            break
+        if tb > tu:
+            if segs and segs[-1][0] == ow and segs[-1][1] == c and segs[-1][2] == tb:
+                segs[-1][2] = tu
+            else:
+                segs.append([ow, c, tu, tb])
+        b, tb = u, tu
+    segs.reverse()
+    return segs
+
+
 def critical_path(G: nx.DiGraph, window: str | None = None, dag: BoundaryDAG | None = None) -> CriticalPathResult:
     """Critical path per window.
 
@@ -345,7 +405,6 @@ def critical_path(G: nx.DiGraph, window: str | None = None, dag: BoundaryDAG | N
     key = np.where(a.is_activity[members], d.launch_time[members], a.ts[members])
     o = np.argsort(key, kind="stable")
     mem_sorted, key_sorted = members[o], key[o]
-    t, cpred, ccat, cown = d.t, d.cpred, d.ccat, d.cown
     kinds, names, eids = a.kind, a.name, a.eid
     for wname, weid, ws, we in wins:
         lo = int(np.searchsorted(key_sorted, ws, side="left"))
@@ -357,31 +416,7 @@ def critical_path(G: nx.DiGraph, window: str | None = None, dag: BoundaryDAG | N
         ends = a.end[sel]
         sink_p = int(sel[int(np.argmax(ends))])
         wend = int(a.end[sink_p])
-        b = 2 * sink_p + 1
-        segs: list[list[int]] = []  # [owner, cat, t0, t1]
-        tb = int(t[b])
-        guard = len(t) + 1
-        while guard:
-            guard -= 1
-            u = int(cpred[b])
-            c = int(ccat[b])
-            ow = int(cown[b])
-            if u < 0:
-                if tb > ws:
-                    segs.append([b // 2, _CAT["other"], ws, tb])
-                break
-            tu = min(int(t[u]), tb)
-            if tu <= ws:
-                if tb > ws:
-                    segs.append([ow, c, ws, tb])
-                break
-            if tb > tu:
-                if segs and segs[-1][0] == ow and segs[-1][1] == c and segs[-1][2] == tb:
-                    segs[-1][2] = tu
-                else:
-                    segs.append([ow, c, tu, tb])
-            b, tb = u, tu
-        segs.reverse()
+        segs = walk_back(d, 2 * sink_p + 1, ws)
         path = [PathSegment(int(eids[ow]), str(kinds[ow]), str(names[ow]), t0, t1, CATEGORIES[c])
                 for ow, c, t0, t1 in segs]
         results.append(WindowPath(wname, weid, ws, wend, path))

@@ -97,4 +97,14 @@ def trace_info(G: nx.DiGraph) -> dict[str, Any]:
         "health": list(G.graph.get("health", [])),
         "schema_version": G.graph.get("schema_version"),
         "opgraph_version": G.graph.get("opgraph_version"),
+        **_job_section(G),
     }
+
+
+def _job_section(G: nx.DiGraph) -> dict[str, Any]:
+    """``{"job": ...}`` for a multi-rank job graph (docs/multirank.md), else empty."""
+    job = G.graph.get("job")
+    if not isinstance(job, dict):
+        return {}
+    from opgraph.multirank.report import job_info
+    return {"job": job_info(job)}

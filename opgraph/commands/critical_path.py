@@ -5,6 +5,30 @@ from __future__ import annotations
 import click
 
 from opgraph.cli import _console, emit_json, load_input, main
+from opgraph.errors import OpgraphInputError
+
+
+def _crossrank(G, input: str, window: str | None, ranks: str | None, as_json: bool, no_path: bool,
+               top: int) -> None:
+    """``critical-path`` on a job graph: the cross-rank path per step."""
+    from opgraph.analysis.crossrank import crossrank_critical_path, parse_ranks
+
+    if window is not None:
+        raise OpgraphInputError(input, "--window is not supported on a multi-rank job graph: windows are the "
+                                       "steps of the slowest rank")
+    try:
+        sel = parse_ranks(ranks)
+    except ValueError as e:
+        raise OpgraphInputError(input, f"--ranks {ranks!r}: expected 'all' or ranks like 0,3 ({e})") from None
+    try:
+        res = crossrank_critical_path(G, ranks=sel)
+    except ValueError as e:
+        raise OpgraphInputError(input, str(e)) from None
+    if as_json:
+        emit_json(res.to_dict(with_path=not no_path), "critical-path.schema.json")
+        return
+    from opgraph.export.text_crossrank import render_crossrank_path
+    render_crossrank_path(res, _console(), top=top)
 
 
 @main.command("critical-path")
@@ -15,11 +39,24 @@ from opgraph.cli import _console, emit_json, load_input, main
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schemas/critical-path.schema.json).")
 @click.option("--no-path", is_flag=True, help="With --json, leave out the per-segment path.")
 @click.option("--top", default=8, show_default=True, help="Top ops and kernels shown per window.")
-def critical_path_cmd(input: str, window: str | None, as_json: bool, no_path: bool, top: int) -> None:
-    """Critical path of each step: what bounds it, segment by segment."""
+@click.option("--ranks", "ranks", default=None, metavar="all|R[,R...]",
+              help="Multi-rank job graph: the ranks to analyse (default: all ranks kept in full). The path "
+                   "of each step may cross ranks at collectives (docs/multirank.md).")
+def critical_path_cmd(input: str, window: str | None, as_json: bool, no_path: bool, top: int,
+                      ranks: str | None) -> None:
+    """Critical path of each step: what bounds it, segment by segment.
+
+    On a multi-rank job graph (opgraph build DIR), one cross-rank path per step, in the
+    window of the step's slowest rank, with gpu_comm_wait naming the rank waited for."""
     from opgraph.analysis.critical_path import critical_path
 
     G = load_input(input)
+    if isinstance(G.graph.get("job"), dict):
+        _crossrank(G, input, window, ranks, as_json, no_path, top)
+        return
+    if ranks is not None:
+        raise OpgraphInputError(input, "--ranks needs a multi-rank job graph (opgraph build DIR -o job.gpickle); "
+                                       "this graph has one rank")
     res = critical_path(G, window=window)
     if as_json:
         emit_json(res.to_dict(with_path=not no_path), "critical-path.schema.json")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from opgraph.cli import emit_json, load_input, main
+from opgraph.cli import emit_json, is_multirank_input, load_input, main, multirank_options
 from opgraph.commands.iterations import (
     check_regex, console, markers, output_options, window_options, write_frames,
 )
@@ -16,14 +16,24 @@ from opgraph.commands.iterations import (
               help="Samples per step; QPS = steps × batch size / host runtime (never assumed).")
 @window_options
 @output_options
+@multirank_options
 def summary(input: str, batch_size: int | None, step_regex: str | None, data_marker: tuple[str, ...],
-            no_data_markers: bool, fmt: str | None, as_json: bool, csv_dir: str | None) -> None:
+            no_data_markers: bool, fmt: str | None, as_json: bool, csv_dir: str | None,
+            scheduler: str | None, workers: int | None) -> None:
     """Step time, QPS and GPU busy / idle / multistream overlap of INPUT.
 
     Host runtime = steps' span − data loading; per device: busy = union of activity
-    intervals, overlap = Σ per-stream active − busy, idle = span − busy."""
+    intervals, overlap = Σ per-stream active − busy, idle = span − busy.
+
+    INPUT a directory or a glob (one trace per rank): a per-rank table computed rank by
+    rank in a process pool, or on a Dask cluster with --scheduler (--json:
+    schemas/multirank-summary.schema.json)."""
     from opgraph.analysis.multistream import summary_doc
 
+    if is_multirank_input([input]) or scheduler:
+        from opgraph.multirank.commands import summary_command
+        summary_command([input], workers, scheduler, as_json)
+        return
     check_regex(step_regex)
     G = load_input(input, fmt)
     doc = summary_doc(G, batch_size, step_regex, markers(data_marker, no_data_markers))

@@ -55,8 +55,11 @@ def render_info(doc: dict[str, Any], console: Console) -> None:
         console.print(t)
     r = doc["ranks"]
     it = doc["iterations"]
-    console.print(f"rank {r.get('rank')} of {r.get('world_size')}   iterations found: {it['count']}"
-                  + (f" ({it['names'][0]} … {it['names'][-1]})" if it["count"] else ""))
+    if "job" in doc:
+        render_job(doc["job"], console)
+    else:
+        console.print(f"rank {r.get('rank')} of {r.get('world_size')}   iterations found: {it['count']}"
+                      + (f" ({it['names'][0]} … {it['names'][-1]})" if it["count"] else ""))
     health = doc["health"]
     t = Table(title="Trace health", title_justify="left")
     t.add_column("check")
@@ -68,6 +71,31 @@ def render_info(doc: dict[str, Any], console: Console) -> None:
     if not health:
         t.add_row("ok", "0", "", "no oddities found")
     console.print(t)
+
+
+def render_job(job: dict[str, Any], console: Console) -> None:
+    """The ranks, clock offsets and collective matching of a multi-rank job graph."""
+    t = Table(title=f"Ranks (clock offsets relative to rank {job['reference_rank']}, {job['method']})",
+              title_justify="left")
+    for c in ("rank", "from", "full", "node offset", "nodes", "offset µs", "residual µs", "collectives", "file"):
+        t.add_column(c, justify="left" if c in ("from", "file") else "right")
+    for r in job["ranks"]:
+        t.add_row(str(r["rank"]), r["rank_source"], "yes" if r["full"] else "summary", f"{r['node_offset']:,}",
+                  f"{r['n_nodes']:,}", f"{r['clock_offset_us']:,.3f}", f"{r['residual_us']:,.3f}",
+                  str(r["collectives"]), str(r["file"]))
+    console.print(t)
+    c = job["collectives"]
+    console.print(f"collectives: {c['matched']} matched across ranks ({', '.join(c['match']) or '-'}), "
+                  f"{c['kernels']} kernels, {c['unmatched_kernels']} unmatched"
+                  + (f"   [{job['keep']}]" if job.get("keep") else ""))
+    if job["warnings"]:
+        w = Table(title="Job warnings", title_justify="left")
+        w.add_column("check")
+        w.add_column("count", justify="right")
+        w.add_column("what it means")
+        for h in job["warnings"]:
+            w.add_row(h["code"], f"{h['count']:,}", h["message"])
+        console.print(w)
 
 
 def _pct_bar(pct: float, width: int = 20) -> str:

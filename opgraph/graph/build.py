@@ -26,7 +26,9 @@ from opgraph.ingest.table import (
 
 #: A blocking call may return up to this long after the GPU work it awaited ended (ns).
 SYNC_TOLERANCE_NS = 1000
-EDGE_KINDS = ("nest", "host_seq", "launch", "stream_seq", "sync", "event_wait", "flow", "data")  # [issue #7] + data
+#: Edge kinds; ``collective`` edges exist only in multi-rank job graphs (opgraph/multirank).
+EDGE_KINDS = ("nest", "host_seq", "launch", "stream_seq", "sync", "event_wait", "flow", "data",  # [issue #7] + data
+              "collective")  # [issue #9]
 
 Step = Callable[[str], None]
 

@@ -26,7 +26,7 @@ from opgraph.ingest.table import ALL_KINDS
 
 GRAPH_SUFFIXES = (".gpickle", ".json.gz", ".json")
 _NODE_KEYS = ("kind", "name", "ts", "dur", "pid", "tid", "device", "stream", "correlation",
-              "external_id", "args")
+              "external_id", "args")  # + "rank" on every node of a multi-rank job graph
 PICKLE_MAGIC = "opgraph-columns-v1"
 
 
@@ -64,12 +64,21 @@ def _rebuild_digraph(payload: dict) -> nx.DiGraph:
     names = name_u[name_c].tolist()
     pids = pid_u[pid_c].tolist()
     tids = tid_u[tid_c].tolist()
-    G._node.update(zip(ids, [
-        {"kind": k, "name": n, "ts": t, "dur": d, "pid": p, "tid": ti, "device": dv, "stream": st,
-         "correlation": c, "external_id": x, "args": a}
-        for k, n, t, d, p, ti, dv, st, c, x, a in zip(
-            kinds, names, cols["ts"].tolist(), cols["dur"].tolist(), pids, tids, cols["device"].tolist(),
-            cols["stream"].tolist(), cols["correlation"].tolist(), cols["external_id"].tolist(), args)]))
+    if "rank" in cols:  # a multi-rank job graph (docs/multirank.md): every node has its rank
+        G._node.update(zip(ids, [
+            {"kind": k, "name": n, "ts": t, "dur": d, "pid": p, "tid": ti, "device": dv, "stream": st,
+             "correlation": c, "external_id": x, "args": a, "rank": r}
+            for k, n, t, d, p, ti, dv, st, c, x, a, r in zip(
+                kinds, names, cols["ts"].tolist(), cols["dur"].tolist(), pids, tids, cols["device"].tolist(),
+                cols["stream"].tolist(), cols["correlation"].tolist(), cols["external_id"].tolist(), args,
+                cols["rank"].tolist())]))
+    else:
+        G._node.update(zip(ids, [
+            {"kind": k, "name": n, "ts": t, "dur": d, "pid": p, "tid": ti, "device": dv, "stream": st,
+             "correlation": c, "external_id": x, "args": a}
+            for k, n, t, d, p, ti, dv, st, c, x, a in zip(
+                kinds, names, cols["ts"].tolist(), cols["dur"].tolist(), pids, tids, cols["device"].tolist(),
+                cols["stream"].tolist(), cols["correlation"].tolist(), cols["external_id"].tolist(), args)]))
     G._succ.update({n: {} for n in ids})
     G._pred.update({n: {} for n in ids})
     succ, pred = G._succ, G._pred
@@ -102,7 +111,9 @@ def _columnar(G: nx.DiGraph) -> dict | None:
     attrs = list(G._node.values())
     if not all(type(n) is int for n in nodes):
         return None
-    if any(len(d) != len(_NODE_KEYS) for d in attrs):
+    has_rank = bool(attrs) and "rank" in attrs[0]
+    n_keys = len(_NODE_KEYS) + (1 if has_rank else 0)
+    if any(len(d) != n_keys for d in attrs):
         return None
     try:
         node_arr = np.array(nodes, dtype=np.int64)
@@ -110,7 +121,7 @@ def _columnar(G: nx.DiGraph) -> dict | None:
         if not all(d["args"] is a for d, a in zip(attrs, args_col)):
             return None
         cols: dict[str, Any] = {}
-        for k in ("ts", "dur", "device", "stream", "correlation", "external_id"):
+        for k in ("ts", "dur", "device", "stream", "correlation", "external_id") + (("rank",) if has_rank else ()):
             cols[k] = np.array([d[k] for d in attrs], dtype=np.int64)
         for k in ("kind", "name", "pid", "tid"):
             cols[k] = _factorize([d[k] for d in attrs])
@@ -266,9 +277,43 @@ def events_from_columns(cols: dict[str, list]) -> pd.DataFrame:
     return pd.DataFrame(data)
 
 
+def _frame_to_json(df: pd.DataFrame) -> dict[str, Any]:
+    return {"columns": {c: df[c].tolist() for c in df.columns},
+            "dtypes": {c: str(df[c].dtype) for c in df.columns}}
+
+
+def _frame_from_json(doc: dict[str, Any]) -> pd.DataFrame:
+    cols, dtypes = doc.get("columns", {}), doc.get("dtypes", {})
+    return pd.DataFrame({c: pd.Series(v, dtype=dtypes.get(c) if dtypes.get(c) != "object" else object)
+                         for c, v in cols.items()})
+
+
+def job_to_json(job: dict[str, Any]) -> dict[str, Any]:
+    """``G.graph["job"]`` of a multi-rank graph with its DataFrames as column dicts."""
+    return {k: (_frame_to_json(v) if isinstance(v, pd.DataFrame) else v) for k, v in job.items()}
+
+
+def job_from_json(doc: dict[str, Any]) -> dict[str, Any]:
+    """Inverse of :func:`job_to_json` (also restores integer rank keys of the alignment)."""
+    job = {k: (_frame_from_json(v) if k in ("collectives", "steps") and isinstance(v, dict) else v)
+           for k, v in doc.items()}
+    al = job.get("alignment")
+    if isinstance(al, dict):
+        for k in ("offsets_ns", "residual_ns"):
+            if isinstance(al.get(k), dict):
+                al[k] = {int(r): v for r, v in al[k].items()}
+    for row in job.get("ranks", []):
+        g = row.get("graph")
+        if isinstance(g, dict) and "span_ns" in g:
+            g["span_ns"] = tuple(g["span_ns"])
+    return job
+
+
 def to_node_link(G: nx.DiGraph) -> dict[str, Any]:
     """Node-link document (``schemas/opgraph-graph.schema.json``)."""
     graph = {k: v for k, v in G.graph.items() if k != "events"}
+    if isinstance(graph.get("job"), dict):
+        graph["job"] = job_to_json(graph["job"])
     if "span_ns" in graph:
         graph["span_ns"] = list(graph["span_ns"])
     doc: dict[str, Any] = {
@@ -288,6 +333,8 @@ def from_node_link(doc: dict[str, Any]) -> nx.DiGraph:
     G.graph.update(doc.get("graph", {}))
     if "span_ns" in G.graph:
         G.graph["span_ns"] = tuple(G.graph["span_ns"])
+    if isinstance(G.graph.get("job"), dict):
+        G.graph["job"] = job_from_json(G.graph["job"])
     ev = events_from_columns(doc["events"]) if "events" in doc else None
     if ev is not None:
         G.graph["events"] = ev

@@ -1,0 +1,474 @@
+"""Cross-rank critical path of each step of a multi-rank job (docs/multirank.md).
+
+The single-rank model (:mod:`opgraph.analysis.critical_path`, docs/critical-path.md) runs
+unchanged on the job graph, whose ranks' boundary DAGs are disjoint; the job's
+``collective`` edges add one boundary edge each: for a matched collective and two of its
+participants' kernels ``u`` (rank a) and ``v`` (rank b), ``start(u) -> end(v)`` ("v cannot
+end before u has started"), category ``gpu_comm``, owned by ``v``. A collective kernel's
+end therefore has as dependencies its own start and every other participant's start, and
+its critical predecessor is the **last-arriving** participant (its own start on a tie): the
+path walks from the waiting rank into the rank that arrived last.
+
+Windows. For every step ``N`` and every analysed rank, the rank's window is the
+single-rank one (its ``ProfilerStep#N`` start to the last end of anything it ran or
+launched in it, on the aligned clock). The step's window is the **slowest rank's**: the
+longest span (lowest rank on a tie). The path is walked back from that window's last end
+to its start, crossing ranks at collectives, so its length equals that span exactly.
+
+``gpu_comm_wait``. For a collective kernel of rank ``r`` with arrival (kernel start)
+``a_r`` and the collective's last arrival ``L`` over all its participants, the interval
+``[a_r, a_r + clamp(L - a_r, 0, dur_r)]`` is time ``r`` spent waiting for the last rank
+(:func:`opgraph.analysis.stragglers.kernel_waits`). A ``gpu_comm`` path segment owned by a
+collective kernel is split: its part inside that interval is ``gpu_comm_wait`` (naming the
+last rank), the rest stays ``gpu_comm`` (transfer). When every participant is analysed
+the path leaves a waiting kernel through the collective edge at ``L``, so waits on the
+path are zero; they appear when the last rank is not analysed (``--ranks``) or not kept in
+full: such ranks are seen only through their rows of the job's collective table.
+
+Inferred stream joins (:func:`inferred_joins`): without ``cuda_sync`` events a trace does
+not record that a compute stream waited for the NCCL stream, so such waits would read as
+launch overhead and the path would never reach the collective; they are added as
+``end(collective) -> start(activity)`` edges (``kernel_gap``) under strict conditions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+
+from opgraph.analysis.arrays import GraphArrays
+from opgraph.analysis.critical_path import (CATEGORIES, BoundaryDAG, ExtraEdges, PathSegment, WindowPath,
+                                            boundary_dag, walk_back)
+from opgraph.analysis.stragglers import job_info, kernel_waits
+
+#: Categories of the cross-rank path: the single-rank ones plus ``gpu_comm_wait``.
+CROSS_CATEGORIES: tuple[str, ...] = CATEGORIES + ("gpu_comm_wait",)
+_GPU_COMM = CATEGORIES.index("gpu_comm")
+#: Tie priority of collective edges: below spans and program order (3), so a kernel that
+#: ties for last arrival keeps the path on its own rank.
+COLLECTIVE_PRIO = 1
+#: Inferred stream joins: an activity that started at least this long (ns) after its launch
+#: call began, on a free stream, ...
+JOIN_MIN_DELAY_NS = 50_000
+#: ... and at most this long (ns) after a collective kernel of its rank and device ended on
+#: another stream, waited for that collective (an unrecorded cudaStreamWaitEvent).
+JOIN_MAX_GAP_NS = 20_000
+_KERNEL_GAP = CATEGORIES.index("kernel_gap")
+_LAUNCH = CATEGORIES.index("launch_overhead")
+
+
+@dataclass(frozen=True)
+class CrossSegment(PathSegment):
+    """A path segment on rank ``rank``; ``wait_for_rank`` names the last-arriving rank of a
+    ``gpu_comm_wait`` segment; ``coll_id`` is set on segments of collective kernels."""
+
+    rank: int = 0
+    wait_for_rank: int | None = None
+    coll_id: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = super().to_dict()
+        d["rank"] = self.rank
+        if self.wait_for_rank is not None:
+            d["wait_for_rank"] = self.wait_for_rank
+        if self.coll_id is not None:
+            d["coll_id"] = self.coll_id
+        return d
+
+
+@dataclass
+class StepPath(WindowPath):
+    """The cross-rank critical path of one step, in the window of its slowest rank.
+
+    ``rank_windows``: every analysed rank's window of the step (ns, aligned clock);
+    ``comm_wait``: per rank, its waits in the step's collectives and whom they were for
+    (from the collective table, so summarised ranks count)."""
+
+    step: int = -1
+    window_rank: int = 0
+    rank_windows: list[dict[str, int]] = field(default_factory=list)
+    comm_wait: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def breakdown_ns(self) -> dict[str, int]:
+        out = {c: 0 for c in CROSS_CATEGORIES}
+        for s in self.path:
+            out[s.bound_by] += s.dur_ns
+        return out
+
+    @property
+    def ranks_on_path(self) -> list[int]:
+        """Ranks the path visits, in time order of first visit."""
+        seen: list[int] = []
+        for s in self.path:
+            r = getattr(s, "rank", 0)
+            if r not in seen:
+                seen.append(r)
+        return seen
+
+    def crossings(self) -> list[dict[str, Any]]:
+        """Where the path changes rank (time order): ``from_rank`` (earlier) -> ``to_rank``."""
+        out = []
+        for p, q in zip(self.path, self.path[1:]):
+            if getattr(p, "rank", 0) != getattr(q, "rank", 0):
+                out.append({"at_us": q.start_ns / 1000.0, "from_rank": getattr(p, "rank", 0),
+                            "to_rank": getattr(q, "rank", 0), "coll_id": getattr(q, "coll_id", None)})
+        return out
+
+    def breakdown_by_rank_ns(self) -> dict[int, dict[str, int]]:
+        out: dict[int, dict[str, int]] = {}
+        for s in self.path:
+            r = getattr(s, "rank", 0)
+            d = out.setdefault(r, {c: 0 for c in CROSS_CATEGORIES})
+            d[s.bound_by] += s.dur_ns
+        return out
+
+    def to_dict(self, with_path: bool = True) -> dict[str, Any]:
+        d = super().to_dict(with_path)
+        d["step"] = self.step
+        d["window_rank"] = self.window_rank
+        d["ranks_on_path"] = self.ranks_on_path
+        d["crossings"] = self.crossings()
+        d["breakdown_by_rank_us"] = {str(r): {c: v / 1000.0 for c, v in b.items()}
+                                     for r, b in sorted(self.breakdown_by_rank_ns().items())}
+        d["rank_windows"] = [{"rank": w["rank"], "start_us": w["start_ns"] / 1000.0, "end_us": w["end_ns"] / 1000.0,
+                              "span_us": (w["end_ns"] - w["start_ns"]) / 1000.0} for w in self.rank_windows]
+        d["comm_wait"] = [{"rank": r, "wait_us": v["wait_ns"] / 1000.0,
+                           "for_rank_us": {str(k): x / 1000.0 for k, x in sorted(v["for_rank_ns"].items())}}
+                          for r, v in sorted(self.comm_wait.items())]
+        return d
+
+
+@dataclass
+class CrossRankResult:
+    """Cross-rank critical paths of a job's steps. ``ranks``: the ranks analysed in full;
+    ``summarised``: requested ranks not kept in full (seen through collective rows only)."""
+
+    steps: list[StepPath]
+    ranks: list[int]
+    summarised: list[int]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def windows(self) -> list[StepPath]:
+        return self.steps
+
+    window_mode = "steps:cross-rank"
+
+    def summary(self) -> dict[str, Any]:
+        tot = {c: 0 for c in CROSS_CATEGORIES}
+        length = span = 0
+        for w in self.steps:
+            for c, v in w.breakdown_ns.items():
+                tot[c] += v
+            length += w.length_ns
+            span += w.span_ns
+        return {"windows": len(self.steps), "span_us": span / 1000.0, "length_us": length / 1000.0,
+                "breakdown_us": {c: v / 1000.0 for c, v in tot.items()},
+                "breakdown_pct": {c: (100.0 * v / length if length else 0.0) for c, v in tot.items()},
+                "bound": max(tot, key=lambda c: tot[c]) if length else "other"}
+
+    def to_dict(self, with_path: bool = True) -> dict[str, Any]:
+        """JSON-ready (schemas/critical-path.schema.json, cross-rank form; µs)."""
+        return {"window_mode": self.window_mode, "ranks": self.ranks, "summarised_ranks": self.summarised,
+                "notes": self.notes, "summary": self.summary(),
+                "windows": [w.to_dict(with_path) for w in self.steps]}
+
+
+def node_ranks(G: nx.DiGraph, a: GraphArrays) -> np.ndarray:
+    """The ``rank`` of every node position (int64; 0 where absent)."""
+    r = getattr(a, "rank", None)
+    if r is not None and len(r) == a.n:
+        return np.asarray(r, dtype=np.int64)
+    nodes = G._node
+    return np.fromiter((nodes[e].get("rank", 0) for e in a.eid.tolist()), dtype=np.int64, count=a.n)
+
+
+def parse_ranks(spec: str | None) -> list[int] | None:
+    """``None`` / ``"all"`` -> None (every rank); ``"0,3"`` -> [0, 3]. ValueError otherwise."""
+    if spec is None or spec.strip().lower() == "all":
+        return None
+    out = []
+    for part in spec.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "-" in part:
+            lo, hi = part.split("-", 1)
+            out.extend(range(int(lo), int(hi) + 1))
+        else:
+            out.append(int(part))
+    if not out:
+        raise ValueError(f"--ranks {spec!r}: no rank given")
+    return sorted(set(out))
+
+
+def _positions(a: GraphArrays, nodes: np.ndarray) -> np.ndarray:
+    """Positions of node keys ``nodes`` (-1 for keys not in the graph)."""
+    nodes = np.asarray(nodes, dtype=np.int64)
+    if not a.n or not len(nodes):
+        return np.full(len(nodes), -1, dtype=np.int64)
+    lo = int(a.eid.min())
+    if lo >= 0 and int(a.eid.max()) < 4 * a.n + 1024:
+        lut = np.full(int(a.eid.max()) + 1, -1, dtype=np.int64)
+        lut[a.eid] = np.arange(a.n)
+        ok = (nodes >= 0) & (nodes < len(lut))
+        out = np.full(len(nodes), -1, dtype=np.int64)
+        out[ok] = lut[nodes[ok]]
+        return out
+    return np.fromiter((a.pos_of.get(int(x), -1) for x in nodes), dtype=np.int64, count=len(nodes))
+
+
+def _step_table(job: dict[str, Any], a: GraphArrays, rank_of: np.ndarray, ranks: list[int]) -> pd.DataFrame:
+    """``rank, step, ts`` of every analysed rank's steps (aligned ns); a rank without steps
+    gets one window ``step=-1`` over its whole trace."""
+    st = job.get("steps")
+    rows = []
+    if isinstance(st, pd.DataFrame) and len(st):
+        s = st[st["rank"].isin(ranks)][["rank", "step", "ts", "end"]]
+        rows.append(s.astype(np.int64))
+    have = set(rows[0]["rank"].tolist()) if rows else set()
+    for r in ranks:
+        if r not in have:
+            m = rank_of == r
+            if m.any():
+                rows.append(pd.DataFrame({"rank": [r], "step": [-1], "ts": [int(a.ts[m].min())],
+                                          "end": [int(a.end[m].max())]}))
+    if not rows:
+        return pd.DataFrame({"rank": [], "step": [], "ts": [], "end": []}, dtype=np.int64)
+    return pd.concat(rows, ignore_index=True).sort_values(["step", "rank"], kind="stable").reset_index(drop=True)
+
+
+def crossrank_critical_path(G: nx.DiGraph, ranks: Sequence[int] | None = None,
+                            arr: GraphArrays | None = None, infer_joins: bool = True) -> CrossRankResult:
+    """Cross-rank critical path of every step of a job graph (see the module doc).
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+        A job graph (``opgraph build DIR``): nodes carry ``rank``, ``G.graph["job"]`` holds
+        the collective table and steps (docs/multirank.md).
+    ranks : sequence of int, optional
+        Restrict the analysis to these ranks (default: every rank kept in full). Collective
+        edges to other ranks are dropped; waits for them become ``gpu_comm_wait``.
+    arr : GraphArrays, optional
+        Precomputed arrays of ``G``.
+    infer_joins : bool
+        Add inferred stream joins (:func:`inferred_joins`): without ``cuda_sync`` events a
+        trace does not record that a compute stream waited for the NCCL stream.
+
+    Returns
+    -------
+    CrossRankResult
+        One :class:`StepPath` per step; times in ns (``to_dict`` gives µs).
+
+    Raises
+    ------
+    ValueError
+        ``G`` is not a job graph, or ``ranks`` names a rank the job does not have, or none
+        of the requested ranks is kept in full.
+    """
+    job = job_info(G)
+    info = {int(r["rank"]): r for r in job.get("ranks", [])}
+    all_ranks = sorted(info)
+    if ranks is None:
+        wanted = all_ranks
+    else:
+        wanted = sorted({int(r) for r in ranks})
+        unknown = [r for r in wanted if r not in info]
+        if unknown:
+            raise ValueError(f"--ranks: rank(s) {unknown} not in this job (ranks {_fmt_ranks(all_ranks)})")
+    full = [r for r in wanted if info[r].get("full", True)]
+    summarised = [r for r in wanted if r not in full]
+    if not full:
+        raise ValueError(f"--ranks: none of {_fmt_ranks(wanted)} is kept in full in this job "
+                         f"(full ranks: {_fmt_ranks([r for r in all_ranks if info[r].get('full', True)])})")
+    notes: list[str] = []
+    not_full_job = [r for r in all_ranks if not info[r].get("full", True)]
+    if not_full_job:
+        notes.append(f"ranks {_fmt_ranks(not_full_job)} are not kept in full: the path cannot enter them; they appear "
+                     "only through their collective rows, as gpu_comm_wait of the ranks that waited for them")
+    if ranks is not None and len(full) < len([r for r in all_ranks if info[r].get("full", True)]):
+        notes.append(f"analysis restricted to ranks {_fmt_ranks(full)}: waits for other ranks are gpu_comm_wait")
+
+    a = arr if arr is not None else GraphArrays.from_graph(G)
+    rank_of = node_ranks(G, a)
+    keep = np.zeros(max(all_ranks + [int(rank_of.max()) if a.n else 0]) + 1, dtype=bool)
+    keep[full] = True
+    # collective edges between analysed ranks: start(u) -> end(v)
+    cs, cd = a.out_edges("collective")
+    m = keep[rank_of[cs]] & keep[rank_of[cd]]
+    cs, cd = cs[m], cd[m]
+    extra = ExtraEdges(2 * cs, 2 * cd + 1, np.full(len(cs), _GPU_COMM, np.int8), cd,
+                       np.full(len(cs), COLLECTIVE_PRIO, np.int8))
+    d = boundary_dag(G, a, extra=extra)
+    joins = 0
+    if infer_joins:
+        js, jd = inferred_joins(d, a, rank_of, job["collectives"], keep)
+        joins = len(js)
+        if joins:
+            extra = ExtraEdges(np.concatenate([extra.src, 2 * js + 1]), np.concatenate([extra.dst, 2 * jd]),
+                               np.concatenate([extra.cat, np.full(joins, _KERNEL_GAP, np.int8)]),
+                               np.concatenate([extra.own, jd]),
+                               np.concatenate([extra.prio, np.full(joins, 2, np.int8)]))
+            d = boundary_dag(G, a, extra=extra)
+            notes.append(f"{joins} inferred stream join(s): device activities that started on a free stream long "
+                         "after their launch, just after a collective kernel of the same device ended, are taken "
+                         "to have waited for it (docs/multirank.md)")
+
+    # waits of every collective kernel (all ranks, from the table)
+    waits = kernel_waits(job["collectives"])
+    wpos = _positions(a, waits["node"].to_numpy(np.int64)) if len(waits) else np.empty(0, np.int64)
+    wait_end = np.full(a.n, -1, dtype=np.int64)
+    blame = np.full(a.n, -1, dtype=np.int64)
+    coll_of = np.full(a.n, -1, dtype=np.int64)
+    ok = wpos >= 0
+    if ok.any():
+        p = wpos[ok]
+        wait_end[p] = a.ts[p] + waits["wait"].to_numpy(np.int64)[ok]
+        blame[p] = waits["last_rank"].to_numpy(np.int64)[ok]
+        coll_of[p] = waits["coll_id"].to_numpy(np.int64)[ok]
+
+    # per-step waits by rank and blamed rank (table only)
+    comm = _step_waits(job["collectives"], waits, set(wanted))
+
+    # window members, sorted by (rank, key)
+    members = np.flatnonzero((a.is_host | a.is_activity) & keep[rank_of])
+    key = np.where(a.is_activity[members], d.launch_time[members], a.ts[members])
+    o = np.lexsort((key, rank_of[members]))
+    mem_sorted, key_sorted, rk_sorted = members[o], key[o], rank_of[members][o]
+    bounds = {r: (int(np.searchsorted(rk_sorted, r, "left")), int(np.searchsorted(rk_sorted, r, "right")))
+              for r in full}
+    steps = _step_table(job, a, rank_of, full)
+    results: list[StepPath] = []
+    for stepno, grp in steps.groupby("step", sort=True):
+        wins = []
+        for r, ws, we in zip(grp["rank"].tolist(), grp["ts"].tolist(), grp["end"].tolist()):
+            lo_r, hi_r = bounds[r]
+            ks = key_sorted[lo_r:hi_r]
+            lo = lo_r + int(np.searchsorted(ks, ws, "left"))
+            hi = lo_r + int(np.searchsorted(ks, we, "left"))
+            if hi <= lo:
+                wins.append({"rank": r, "start_ns": ws, "end_ns": ws, "sink": -1})
+                continue
+            sel = mem_sorted[lo:hi]
+            j = int(np.argmax(a.end[sel]))
+            wins.append({"rank": r, "start_ns": ws, "end_ns": int(a.end[sel[j]]), "sink": int(sel[j])})
+        spans = [w["end_ns"] - w["start_ns"] for w in wins]
+        wi = int(np.argmax(spans))  # first max: lowest rank (rows sorted by rank)
+        w = wins[wi]
+        name = f"ProfilerStep#{stepno}" if stepno >= 0 else "all"
+        path: list[PathSegment] = []
+        if w["sink"] >= 0:
+            segs = walk_back(d, 2 * w["sink"] + 1, w["start_ns"])
+            path = _segments(segs, a, rank_of, wait_end, blame, coll_of)
+        results.append(StepPath(name, None, w["start_ns"], w["end_ns"], path, step=int(stepno),
+                                window_rank=int(w["rank"]),
+                                rank_windows=[{k: int(v) for k, v in x.items() if k != "sink"} for x in wins],
+                                comm_wait=comm.get(int(stepno), {})))
+    return CrossRankResult(results, full, summarised, notes)
+
+
+def inferred_joins(d: BoundaryDAG, a: GraphArrays, rank_of: np.ndarray, coll: pd.DataFrame,
+                   keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Unrecorded waits of a stream for a collective: ``(collective positions, activity
+    positions)``.
+
+    An activity ``x`` of an analysed rank qualifies when its start's critical predecessor is
+    its launch (the stream was free), it started at least :data:`JOIN_MIN_DELAY_NS` after
+    its launch call began (far beyond launch
+    latency: something held it back), and a collective kernel of the same rank and device,
+    on another stream, ended at most :data:`JOIN_MAX_GAP_NS` before ``x`` started and after
+    the launch call began. The latest such collective is taken: ``end(c) -> start(x)``.
+    This is NCCL's stream join (``cudaStreamWaitEvent`` on the NCCL stream's event), which
+    Kineto records only with ``cuda_sync`` events."""
+    e = np.empty(0, np.int64)
+    if not len(coll):
+        return e, e
+    cpos = _positions(a, coll["node"].to_numpy(np.int64))
+    cpos = cpos[cpos >= 0]
+    cpos = cpos[keep[rank_of[cpos]]]
+    if not len(cpos):
+        return e, e
+    act = np.flatnonzero(a.is_activity & keep[rank_of])
+    sb = 2 * act
+    launched = np.zeros(a.n, dtype=bool)
+    launched[a.out_edges("launch")[1]] = True
+    m = (d.ccat[sb] == _LAUNCH) & launched[act] & (a.ts[act] - d.launch_time[act] >= JOIN_MIN_DELAY_NS)
+    act = act[m]
+    if not len(act):
+        return e, e
+    # group = (rank, device); search the latest collective end <= start within the group
+    gk = pd.MultiIndex.from_arrays([np.concatenate([rank_of[cpos], rank_of[act]]),
+                                    np.concatenate([a.device[cpos], a.device[act]])])
+    gcode, _ = pd.factorize(gk)
+    gc, ga = gcode[:len(cpos)], gcode[len(cpos):]
+    oc = np.lexsort((a.end[cpos], gc))
+    cpos, gc = cpos[oc], gc[oc]
+    cend = a.end[cpos]
+    src_l, dst_l = [], []
+    starts = np.searchsorted(gc, np.arange(gcode.max() + 1), "left")
+    stops = np.searchsorted(gc, np.arange(gcode.max() + 1), "right")
+    for g in np.unique(ga):
+        lo, hi = int(starts[g]), int(stops[g])
+        if hi <= lo:
+            continue
+        xs = act[ga == g]
+        j = lo + np.searchsorted(cend[lo:hi], a.ts[xs], "right") - 1
+        ok = j >= lo
+        xs, j = xs[ok], j[ok]
+        c = cpos[j]
+        gap = a.ts[xs] - a.end[c]
+        ok = (gap <= JOIN_MAX_GAP_NS) & (a.end[c] > d.launch_time[xs]) & (a.stream[c] != a.stream[xs])
+        src_l.append(c[ok])
+        dst_l.append(xs[ok])
+    if not src_l:
+        return e, e
+    return np.concatenate(src_l), np.concatenate(dst_l)
+
+
+def _segments(segs: list[list[int]], a: GraphArrays, rank_of: np.ndarray, wait_end: np.ndarray,
+              blame: np.ndarray, coll_of: np.ndarray) -> list[PathSegment]:
+    """Path segments from :func:`walk_back` output, splitting collective kernels' ``gpu_comm``
+    time into ``gpu_comm_wait`` (inside the kernel's wait interval) and ``gpu_comm``."""
+    out: list[PathSegment] = []
+    for ow, c, t0, t1 in segs:
+        eid, kind, name, rank = int(a.eid[ow]), str(a.kind[ow]), str(a.name[ow]), int(rank_of[ow])
+        cid = int(coll_of[ow]) if coll_of[ow] >= 0 else None
+        pieces: list[tuple[int, int, str, int | None]] = [(t0, t1, CATEGORIES[c], None)]
+        if c == _GPU_COMM and wait_end[ow] > a.ts[ow]:
+            w0, w1 = int(a.ts[ow]), int(wait_end[ow])
+            o0, o1 = max(t0, w0), min(t1, w1)
+            if o1 > o0:
+                pieces = [(x0, x1, cat, wr) for x0, x1, cat, wr in (
+                    (t0, o0, "gpu_comm", None), (o0, o1, "gpu_comm_wait", int(blame[ow])), (o1, t1, "gpu_comm", None))
+                    if x1 > x0]
+        for x0, x1, cat, wr in pieces:
+            out.append(CrossSegment(eid, kind, name, x0, x1, cat, rank=rank, wait_for_rank=wr, coll_id=cid))
+    return out
+
+
+def _step_waits(coll: pd.DataFrame, waits: pd.DataFrame, ranks: set[int]) -> dict[int, dict[int, dict[str, Any]]]:
+    """``{step: {rank: {"wait_ns": total, "for_rank_ns": {last_rank: ns}}}}`` for ``ranks``,
+    the step of a collective being the largest step of its kernels."""
+    out: dict[int, dict[int, dict[str, Any]]] = {}
+    if not len(waits):
+        return out
+    step_of = waits.groupby("coll_id")["step"].max()
+    w = waits.assign(cstep=step_of.reindex(waits["coll_id"].to_numpy()).to_numpy(np.int64))
+    w = w[w["rank"].isin(list(ranks))]
+    tot = w.groupby(["cstep", "rank"])["wait"].sum()
+    for (s, r), v in tot.items():
+        out.setdefault(int(s), {})[int(r)] = {"wait_ns": int(v), "for_rank_ns": {}}
+    by = w[w["wait"] > 0].groupby(["cstep", "rank", "last_rank"])["wait"].sum()
+    for (s, r, lr), v in by.items():
+        out[int(s)][int(r)]["for_rank_ns"][int(lr)] = int(v)
+    return out
+
+
+def _fmt_ranks(rs: Sequence[int]) -> str:
+    return ",".join(str(r) for r in rs) if rs else "none"

@@ -1,0 +1,30 @@
+"""``opgraph stragglers``: which rank arrived last at each collective, and by how much."""
+
+from __future__ import annotations
+
+import click
+
+from opgraph.cli import _console, emit_json, load_input, main
+from opgraph.errors import OpgraphInputError
+
+
+@main.command("stragglers")
+@click.argument("input", type=str)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schemas/stragglers.schema.json).")
+@click.option("--top", default=15, show_default=True,
+              help="Collectives listed by lateness in the table (--json lists every collective).")
+def stragglers_cmd(input: str, as_json: bool, top: int) -> None:
+    """Per collective and per step of a multi-rank job: the last-arriving rank and its
+    lateness; ranks that are repeatedly last; skew histograms (--json)."""
+    from opgraph.analysis.stragglers import stragglers
+
+    G = load_input(input)
+    if not isinstance(G.graph.get("job"), dict):
+        raise OpgraphInputError(input, "stragglers needs a multi-rank job graph (opgraph build DIR -o job.gpickle); "
+                                       "this graph has one rank")
+    rep = stragglers(G)
+    if as_json:
+        emit_json(rep.to_dict(), "stragglers.schema.json")
+        return
+    from opgraph.export.text_crossrank import render_stragglers
+    render_stragglers(rep, _console(), top=top)

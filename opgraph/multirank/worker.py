@@ -1,0 +1,339 @@
+"""Per-rank work of a multi-rank job (runs in a pool process or on a Dask worker).
+
+:func:`rank_result` reads one rank's trace, builds its graph in column form, and returns
+a compact :class:`RankResult`: the collective table, the steps table, a summary, and the
+column payload only when the rank is kept in full (docs/multirank.md, the contract).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import resource
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from opgraph.analysis.arrays import COMM_KERNEL_PATTERN
+from opgraph.errors import OpgraphInputError
+from opgraph.ingest.table import DEVICE_ACTIVITY_KINDS, NONE_ID
+from opgraph.multirank.identity import rank_from_filename
+
+#: Columns (and dtypes) of a rank's collective table.
+COLLECTIVE_COLUMNS: dict[str, str] = {
+    "rank": "int64", "node": "int64", "pg": "object", "seq": "int64", "coll": "object", "nelems": "int64",
+    "ts": "int64", "end": "int64", "device": "int64", "stream": "int64", "step": "int64", "launch_ts": "int64",
+}
+#: Columns of a rank's steps table.
+STEP_COLUMNS: dict[str, str] = {"step": "int64", "ts": "int64", "end": "int64", "gpu_ts": "int64", "gpu_end": "int64"}
+
+STEP_RE = r"^ProfilerStep#(\d+)$"
+#: Host ranges that describe the collective a kernel runs.
+_LAUNCHER_NAME_RE = re.compile(r"^(?:nccl|rccl|gloo):|^c10d::")
+#: Ancestors of a launch call searched for the collective's annotation.
+MAX_LAUNCHER_DEPTH = 64
+
+_COLL_NAMES = (
+    (re.compile(r"(?i)all_?reduce"), "all_reduce"),
+    (re.compile(r"(?i)all_?gather"), "all_gather"),
+    (re.compile(r"(?i)reduce_?scatter"), "reduce_scatter"),
+    (re.compile(r"(?i)all_?to_?all"), "all_to_all"),
+    (re.compile(r"(?i)broadcast|bcast"), "broadcast"),
+    (re.compile(r"(?i)send_?recv|\bsend\b|\brecv\b|^send|^recv|:send|:recv|_send|_recv"), "send_recv"),
+    (re.compile(r"(?i)barrier"), "barrier"),
+    (re.compile(r"(?i)gather"), "gather"),
+    (re.compile(r"(?i)scatter"), "scatter"),
+    (re.compile(r"(?i)reduce"), "reduce"),
+)
+
+
+def normalise_collective(name: str | None) -> str:
+    """``allreduce``, ``nccl:all_reduce``, ``ncclKernel_AllReduce_RING_LL_Sum_float`` ... ->
+    ``all_reduce``; likewise ``all_gather``, ``reduce_scatter``, ``all_to_all``,
+    ``broadcast``, ``send_recv``, ``barrier``, ``gather``, ``scatter``, ``reduce``; anything
+    else lower-cased, or ``"unknown"``."""
+    if not name:
+        return "unknown"
+    s = str(name)
+    if s.startswith("ncclKernel_") or s.startswith("ncclDevKernel_"):
+        s = s.split("_", 1)[1]
+    for rx, out in _COLL_NAMES:
+        if rx.search(s):
+            return out
+    return s.split("(")[0].strip().lower() or "unknown"
+
+
+@dataclass
+class RankResult:
+    """Compact, picklable result of one rank (docs/multirank.md).
+
+    Times are ns on the rank's own clock. ``payload`` is the rank's graph in column form
+    (:func:`opgraph.graph.build.build_payload`) only when the rank is kept in full."""
+
+    rank: int | None
+    rank_source: str
+    world_size: int | None
+    file: str
+    sha256: str | None
+    warnings: list[dict[str, Any]]
+    payload: dict[str, Any] | None
+    collectives: pd.DataFrame
+    steps: pd.DataFrame
+    summary: dict[str, Any] = field(default_factory=dict)
+    n_events: int = 0
+
+
+def _empty(cols: dict[str, str]) -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=t) for c, t in cols.items()})
+
+
+def _arg(a: Any, *keys: str) -> Any:
+    if isinstance(a, dict):
+        for k in keys:
+            v = a.get(k)
+            if v is not None and v != "":
+                return v
+    return None
+
+
+def _as_int(v: Any) -> int:
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return NONE_ID
+
+
+def _union_ns(ts: np.ndarray, end: np.ndarray) -> int:
+    """Length (ns) of the union of intervals ``[ts, end)``."""
+    if not len(ts):
+        return 0
+    o = np.argsort(ts, kind="stable")
+    s, e = ts[o], end[o]
+    reach = np.maximum.accumulate(e)
+    new = np.ones(len(s), dtype=bool)
+    new[1:] = s[1:] > reach[:-1]
+    starts = s[new]
+    grp = np.cumsum(new) - 1
+    ends = np.zeros(len(starts), dtype=np.int64)
+    np.maximum.at(ends, grp, e)
+    return int((ends - starts).sum())
+
+
+def rank_tables(payload: dict[str, Any], rank: int) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+    """The collective table, the steps table and the summary of one rank's graph payload.
+
+    Collective kernels are device activities whose name matches
+    :data:`~opgraph.analysis.arrays.COMM_KERNEL_PATTERN` or whose args carry
+    ``Collective name``; their process group, ``Seq``, collective name and message size
+    come from the kernel's args, else from the nearest ``record_param_comms`` ancestor of
+    the runtime call that launched it (launch edge, then nest edges upward), and the name
+    from the nearest ``nccl:*`` / ``c10d::*`` ancestor, else the kernel name."""
+    ev: pd.DataFrame = payload["graph"]["events"]
+    n_ev = len(ev)
+    nodes = payload["nodes"]
+    cols = payload["node_cols"]
+    kind_u, kind_c = cols["kind"]
+    kind = np.asarray(kind_u, dtype=object)[kind_c]
+    name_u, name_c = cols["name"]
+    name_u = np.asarray(name_u, dtype=object)
+    ts = np.asarray(cols["ts"], dtype=np.int64)
+    end = ts + np.maximum(np.asarray(cols["dur"], dtype=np.int64), 0)
+    # node-position lookups by eid
+    pos = np.full(n_ev, -1, dtype=np.int64)
+    pos[nodes] = np.arange(len(nodes))
+    ek_u, ek_c = payload["edge_kind"]
+    ek_u = np.asarray(ek_u, dtype=object)
+    src, dst = payload["src"], payload["dst"]
+
+    def edges_of(k: str) -> tuple[np.ndarray, np.ndarray]:
+        j = np.flatnonzero(ek_u == k)
+        if not len(j):
+            return np.empty(0, np.int64), np.empty(0, np.int64)
+        m = np.isin(ek_c, j)
+        return src[m], dst[m]
+
+    l_src, l_dst = edges_of("launch")
+    launcher = np.full(n_ev, -1, dtype=np.int64)
+    launcher[l_dst] = l_src
+    n_src, n_dst = edges_of("nest")
+    parent = np.full(n_ev, -1, dtype=np.int64)
+    parent[n_dst] = n_src
+
+    is_act = np.isin(kind, DEVICE_ACTIVITY_KINDS)
+    name_is_comm = (pd.Series(name_u).astype(str).str.contains(COMM_KERNEL_PATTERN, regex=True).to_numpy()
+                    & pd.notna(name_u))
+    name_is_launcher = np.array([isinstance(s, str) and bool(_LAUNCHER_NAME_RE.search(s)) for s in name_u],
+                                dtype=bool)
+    name_is_rpc = np.array([s == "record_param_comms" for s in name_u], dtype=bool)
+    args_col = ev["args"].to_numpy(dtype=object)
+    # activities that carry "Collective name" in their own args
+    act_pos = np.flatnonzero(is_act)
+    has_cn = np.fromiter((isinstance(a, dict) and "Collective name" in a for a in args_col[nodes[act_pos]]),
+                         dtype=bool, count=len(act_pos))
+    coll_pos = np.union1d(act_pos[name_is_comm[name_c[act_pos]]], act_pos[has_cn])
+    k_eid = nodes[coll_pos]
+
+    # launch time (ns) of every activity: ts of the runtime call that launched it
+    act_eid = nodes[act_pos]
+    act_launch = launcher[act_eid]
+    act_launch_ts = np.where(act_launch >= 0, ts[pos[np.maximum(act_launch, 0)]], NONE_ID)
+
+    # walk upward from the launching runtime call
+    n_k = len(k_eid)
+    rpc = np.full(n_k, -1, dtype=np.int64)
+    ann = np.full(n_k, -1, dtype=np.int64)
+    cur = launcher[k_eid] if n_k else np.empty(0, np.int64)
+    launch_ts = np.where(cur >= 0, ts[pos[np.maximum(cur, 0)]], NONE_ID) if n_k else np.empty(0, np.int64)
+    for _ in range(MAX_LAUNCHER_DEPTH):
+        live = cur >= 0
+        if not live.any():
+            break
+        p = pos[np.maximum(cur, 0)]
+        nc = name_c[np.maximum(p, 0)]
+        hit_rpc = live & (p >= 0) & name_is_rpc[nc] & (rpc < 0)
+        rpc[hit_rpc] = cur[hit_rpc]
+        hit_ann = live & (p >= 0) & name_is_launcher[nc] & (ann < 0)
+        ann[hit_ann] = cur[hit_ann]
+        cur = np.where(live, parent[np.maximum(cur, 0)], -1)
+
+    # steps: ProfilerStep#N host ranges
+    is_host_ann = np.isin(kind, ("annotation", "cpu_op"))
+    step_nm = pd.Series(name_u).astype(str).str.extract(STEP_RE)[0]
+    step_of_name = pd.to_numeric(step_nm, errors="coerce").fillna(-1).astype(np.int64).to_numpy()
+    sp = np.flatnonzero(is_host_ann & (step_of_name[name_c] >= 0) & pd.notna(name_u[name_c]))
+    steps = pd.DataFrame({"step": step_of_name[name_c[sp]], "ts": ts[sp], "end": end[sp]})
+    steps = steps.sort_values(["ts", "step"], kind="stable").drop_duplicates("step").reset_index(drop=True)
+    s_ts, s_end = steps["ts"].to_numpy(np.int64), steps["end"].to_numpy(np.int64)
+
+    def step_of(t: np.ndarray) -> np.ndarray:
+        if not len(s_ts) or not len(t):
+            return np.full(len(t), NONE_ID, dtype=np.int64)
+        i = np.searchsorted(s_ts, t, side="right") - 1
+        ok = (i >= 0) & (t >= 0)
+        ok[ok] &= t[ok] < s_end[i[ok]]
+        return np.where(ok, steps["step"].to_numpy(np.int64)[np.maximum(i, 0)], NONE_ID)
+
+    a_step = step_of(act_launch_ts)
+    a_ts, a_end = ts[act_pos], end[act_pos]
+    gpu = pd.DataFrame({"step": a_step, "ts": a_ts, "end": a_end})
+    gpu = gpu[gpu["step"] >= 0].groupby("step").agg(gpu_ts=("ts", "min"), gpu_end=("end", "max"))
+    steps = steps.join(gpu, on="step")
+    steps[["gpu_ts", "gpu_end"]] = steps[["gpu_ts", "gpu_end"]].fillna(NONE_ID).astype(np.int64)
+    steps = steps.astype(STEP_COLUMNS)[list(STEP_COLUMNS)]
+
+    # collective rows
+    pg_l, seq_l, coll_l, nel_l = [], [], [], []
+    for ke, r_, a_ in zip(k_eid.tolist(), rpc.tolist(), ann.tolist()):
+        ka = args_col[ke]
+        ra = args_col[r_] if r_ >= 0 else None
+        pg = _arg(ka, "Process Group Name")
+        pg = _arg(ra, "Process Group Name") if pg is None else pg
+        seq = _arg(ka, "Seq", "seq")
+        seq = _arg(ra, "Seq", "seq") if seq is None else seq
+        cn = _arg(ka, "Collective name") or _arg(ra, "Collective name")
+        if cn is None and a_ >= 0:
+            cn = str(name_u[name_c[pos[a_]]]).split(":", 1)[-1]
+        if cn is None:
+            cn = name_u[name_c[pos[ke]]]
+        nel = _arg(ka, "In msg nelems")
+        nel = _arg(ra, "In msg nelems") if nel is None else nel
+        pg_l.append("" if pg is None else str(pg))
+        seq_l.append(_as_int(seq))
+        coll_l.append(normalise_collective(cn))
+        nel_l.append(_as_int(nel))
+    kp = coll_pos
+    coll = pd.DataFrame({
+        "rank": np.full(n_k, rank, dtype=np.int64), "node": k_eid.astype(np.int64),
+        "pg": np.array(pg_l, dtype=object), "seq": np.array(seq_l, dtype=np.int64),
+        "coll": np.array(coll_l, dtype=object), "nelems": np.array(nel_l, dtype=np.int64),
+        "ts": ts[kp], "end": end[kp], "device": np.asarray(cols["device"], np.int64)[kp],
+        "stream": np.asarray(cols["stream"], np.int64)[kp], "step": step_of(launch_ts),
+        "launch_ts": launch_ts.astype(np.int64),
+    })
+    coll = coll.astype(COLLECTIVE_COLUMNS)[list(COLLECTIVE_COLUMNS)]
+    coll = coll.sort_values(["ts", "node"], kind="stable").reset_index(drop=True)
+
+    busy = _union_ns(a_ts, a_end)
+    gspan = int(a_end.max() - a_ts.min()) if len(a_ts) else 0
+    span = payload["graph"].get("span_ns", (0, 0))
+    step_d = (steps["end"] - steps["ts"]).to_numpy()
+    summary = {
+        "events": int(n_ev), "nodes": int(len(nodes)), "edges": int(len(src)),
+        "kernels": int((kind == "kernel").sum()), "collectives": int(n_k),
+        "steps": int(len(steps)), "step_time_ns": int(np.median(step_d)) if len(step_d) else None,
+        "span_ns": int(span[1] - span[0]), "gpu_span_ns": gspan, "gpu_busy_ns": busy,
+        "gpu_idle_ns": max(gspan - busy, 0), "comm_busy_ns": _union_ns(ts[kp], end[kp]),
+        "health": len(payload["graph"].get("health", [])),
+    }
+    return coll, steps, summary
+
+
+def peak_rss_bytes() -> int:
+    """Peak resident set size of this process so far (bytes; Linux reports KiB)."""
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+def rank_result(path: str, keep_full: bool) -> RankResult:
+    """Read and build one rank's trace; return its compact :class:`RankResult`.
+
+    ``keep_full`` keeps the rank's graph payload (column form) in the result; otherwise
+    only the tables and summary travel back. Bad input raises
+    :class:`~opgraph.errors.OpgraphInputError` (picklable, so it crosses process and
+    Dask boundaries intact)."""
+    import gc
+
+    import networkx as nx
+
+    from opgraph.graph.build import build_payload
+    from opgraph.graph.io import _columnar, read_input
+
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        got = read_input(path)
+        if isinstance(got, nx.DiGraph):
+            payload = _columnar(got)
+            if payload is None:
+                raise OpgraphInputError(path, "saved graph is not a single-rank opgraph graph")
+            if "rank" in payload["node_cols"]:
+                raise OpgraphInputError(path, "is already a multi-rank job graph")
+            meta = payload["graph"]
+            del got
+        else:
+            payload = build_payload(got)
+            meta = got.meta
+            del got
+        ev: pd.DataFrame = payload["graph"]["events"]
+        di = payload["graph"].get("distributed_info") or {}
+        warnings: list[dict[str, Any]] = []
+        r = di.get("rank") if isinstance(di, dict) else None
+        if isinstance(r, (int, np.integer)) and not isinstance(r, bool) and r >= 0:
+            rank, source = int(r), "distributedInfo"
+        else:
+            rank = rank_from_filename(path)
+            source = "filename"
+            if rank is not None:
+                warnings.append({"code": "rank_from_filename", "count": 1, "example_eid": None,
+                                 "message": f"{os.path.basename(path)}: no distributedInfo.rank; rank "
+                                            f"{rank} taken from the file name"})
+        ws = di.get("world_size") if isinstance(di, dict) else None
+        ws = int(ws) if isinstance(ws, (int, np.integer)) and not isinstance(ws, bool) else None
+        if rank is not None and "rank" in ev:
+            ev["rank"] = np.int64(rank)
+        coll, steps, summary = rank_tables(payload, -1 if rank is None else rank)
+        summary["peak_rss_bytes"] = peak_rss_bytes()
+        src = payload["graph"].get("source") or {}
+        return RankResult(rank=rank, rank_source=source, world_size=ws, file=str(path),
+                          sha256=src.get("sha256") or (meta.get("sha256") if isinstance(meta, dict) else None),
+                          warnings=warnings, payload=payload if keep_full else None, collectives=coll,
+                          steps=steps, summary=summary, n_events=int(len(ev)))
+    finally:
+        if was:
+            gc.enable()
+
+
+def rank_summary(path: str) -> RankResult:
+    """:func:`rank_result` without the graph (what ``opgraph summary DIR`` fans out)."""
+    return rank_result(path, False)
