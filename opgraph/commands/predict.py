@@ -13,7 +13,21 @@ from opgraph.errors import OpgraphInputError
 
 
 @main.command("predict")
-@click.argument("input", type=str)
+@click.argument("input", type=str, required=False)
+@click.option("--et", "et", default=None, metavar="ET.json",
+              help="ET-driven prediction: simulate this PyTorch execution trace (needs --overheads and --device).")
+@click.option("--overheads", "overheads", default=None, metavar="FILE",
+              help="With --et: the overheads JSON of a profiled run (`opgraph overheads TRACE -o FILE --by-shapes`).")
+@click.option("--lookup", "lookup", default=None, metavar="FILE",
+              help="With --et: measured kernel lookup table (`opgraph kernel-models TRACE --lookup FILE`).")
+@click.option("--calibration", "calibration", default=None, metavar="FILE",
+              help="With --et: roofline calibration (`opgraph kernel-models TRACE --calibration FILE`).")
+@click.option("--data-loading", "data_loading", type=click.Choice(["profile", "skip"]), default="profile",
+              show_default=True, help="With --et: add the profile's data-loading time per step, or leave it out.")
+@click.option("--hit-rate", "hit_rate", type=click.Choice(["all_rows", "per_row"]), default="all_rows",
+              show_default=True, help="With --et: L2 hit rate of the analytic embedding forward model (seed: all_rows).")
+@click.option("--gap-mode", "gap_mode", type=click.Choice(["measured", "t1"]), default="measured", show_default=True,
+              help="With --et: host time between ops: the lookup's measured gap before each op, or T1 (the seed).")
 @click.option("--replay", is_flag=True,
               help="Simulate the unmodified graph (the default when no transform is given).")
 @click.option("--scale-kernels", "scale_kernels", multiple=True, metavar="REGEX=F",
@@ -43,11 +57,25 @@ from opgraph.errors import OpgraphInputError
 def predict_cmd(input: str, replay: bool, scale_kernels: tuple[str, ...], scale_cpu: tuple[str, ...],
                 launch_overhead: str | None, remove: tuple[str, ...], device: str | None,
                 source_device: str | None, typical_latencies: bool, no_infer: bool, window: str | None,
-                perfetto: str | None, as_json: bool, with_path: bool) -> None:
+                perfetto: str | None, as_json: bool, with_path: bool, et: str | None = None,
+                overheads: str | None = None, lookup: str | None = None, calibration: str | None = None,
+                data_loading: str = "profile", hit_rate: str = "all_rows", gap_mode: str = "measured") -> None:
     """Replay INPUT's timeline from its dependency graph, or predict it under what-if
     transforms: per-step time, GPU busy/idle and critical-path composition, against the
-    measured trace."""
+    measured trace. With --et (no INPUT): predict an execution trace's iteration time from
+    a profile's overheads and kernel models (docs/predict.md)."""
     from opgraph.predict import WhatIfError, parse_transforms, predict
+
+    if et is not None:
+        _predict_et(input, et, overheads, device, lookup, calibration, data_loading, hit_rate, gap_mode, as_json,
+                    bool(replay or scale_kernels or scale_cpu or launch_overhead or remove or source_device
+                         or typical_latencies or no_infer or window or perfetto or with_path))
+        return
+    for opt, v in (("--overheads", overheads), ("--lookup", lookup), ("--calibration", calibration)):
+        if v is not None:
+            raise OpgraphInputError(opt, "only applies with --et")
+    if input is None:
+        raise OpgraphInputError("predict", "give a trace or graph to replay, or --et ET.json --overheads FILE --device NAME")
 
     try:
         transforms = parse_transforms(scale_kernels, scale_cpu, launch_overhead, remove, device, typical_latencies)
@@ -88,6 +116,46 @@ def predict_cmd(input: str, replay: bool, scale_kernels: tuple[str, ...], scale_
         emit_json(doc, "predict.schema.json")
         return
     _render(doc, perfetto)
+
+
+def _predict_et(input: str | None, et: str, overheads: str | None, device: str | None, lookup: str | None,
+                calibration: str | None, data_loading: str, hit_rate: str, gap_mode: str, as_json: bool,
+                graph_options: bool) -> None:
+    """``opgraph predict --et``: ET-driven prediction (opgraph.predict.et_sim)."""
+    from opgraph.predict.et_sim import predict_et
+
+    if input is not None:
+        raise OpgraphInputError(input, "--et predicts an execution trace; give no graph or trace argument with it")
+    if graph_options:
+        raise OpgraphInputError("--et", "replay/what-if options (--replay, --scale-*, --remove, --window, --perfetto ...) "
+                                "apply to a graph, not to --et")
+    if overheads is None:
+        raise OpgraphInputError("--et", "needs --overheads FILE (`opgraph overheads TRACE -o FILE --by-shapes`)")
+    if device is None:
+        raise OpgraphInputError("--et", "needs --device NAME (e.g. V100)")
+    res = predict_et(et, overheads, device, lookup, calibration, data_loading, hit_rate, gap_mode)
+    doc = res.to_dict()
+    if as_json:
+        emit_json(doc, "predict-et.schema.json")
+        return
+    from rich.table import Table
+
+    con = _console()
+    con.print(f"[bold]opgraph predict --et[/bold] {et} on {doc['inputs']['device']}")
+    t = Table()
+    for c in ("step", "E2E µs", "CPU µs", "GPU active µs", "data loading µs", "ops", "lookup", "analytic",
+              "roofline", "by name", "cpu only", "unmodelled"):
+        t.add_column(c, justify="right")
+    for it in doc["iterations"]:
+        s = it["ops_by_source"]
+        t.add_row(str(it["step"]) if it["step"] >= 0 else "-", f"{it['e2e_us']:,.1f}", f"{it['cpu_us']:,.1f}",
+                  f"{it['gpu_active_us']:,.1f}", f"{it['data_loading_us']:,.1f}", str(it["ops"]), str(s["lookup"]),
+                  str(s["analytic"]), str(s["roofline"]), str(s["lookup_name"]), str(s["cpu_only"]), str(s["unmodelled"]))
+    con.print(t)
+    sm = doc["summary"]
+    if sm["ops_by_source"]["unmodelled"] or sm["ops_without_cpu_model"]:
+        con.print(f"[yellow]note:[/yellow] {sm['ops_by_source']['unmodelled']} ops launch GPU work with no kernel model, "
+                  f"{sm['ops_without_cpu_model']} ops have no CPU overhead in the overheads file (counted as 0)")
 
 
 def _render(doc: dict[str, Any], perfetto: str | None) -> None:

@@ -1,0 +1,60 @@
+"""``opgraph kernel-models``: build the measured kernel models of ET-driven prediction
+(lookup table, roofline calibration) from a profiled trace (docs/predict.md)."""
+
+from __future__ import annotations
+
+import click
+
+from opgraph.cli import load_input, main
+from opgraph.errors import OpgraphInputError
+
+
+@main.command("kernel-models")
+@click.argument("input", type=str)
+@click.option("--lookup", "lookup", default=None, metavar="OUT.json",
+              help="Write the measured lookup table (op name + shapes -> kernels and mean durations).")
+@click.option("--calibration", "calibration", default=None, metavar="OUT.json",
+              help="Write the per-op-class roofline calibration.")
+@click.option("--device", default=None, metavar="NAME",
+              help="The trace's GPU when its deviceProperties do not identify it (roofline peaks).")
+@click.option("--step-regex", "step_regex", default=None, help="Steps as in `opgraph overheads` (default ProfilerStep#N).")
+def kernel_models_cmd(input: str, lookup: str | None, calibration: str | None, device: str | None,
+                      step_regex: str | None) -> None:
+    """Measure INPUT's kernel models for `opgraph predict --et`: per top-level op (as
+    `opgraph overheads` selects them), the kernels it launched with their mean durations,
+    launch-API host costs, the gap before each op, and a roofline fit per op class."""
+    import re
+
+    from opgraph.analysis.overheads import OverheadParams
+    from opgraph.predict.kernel_models import device_peaks, write_json_file
+    from opgraph.predict.model_build import build_calibration, build_lookup, profile_ops
+
+    if lookup is None and calibration is None:
+        raise OpgraphInputError("kernel-models", "nothing to write: give --lookup OUT and/or --calibration OUT")
+    for out in (lookup, calibration):
+        if out is not None and not out.endswith(".json"):
+            raise OpgraphInputError(out, "output must be a .json file")
+    if step_regex is not None:
+        try:
+            re.compile(step_regex)
+        except re.error as e:
+            raise OpgraphInputError("--step-regex", f"invalid regex {step_regex!r}: {e}") from None
+    if device is not None and device_peaks(device) is None:
+        raise OpgraphInputError("--device", f"unknown device {device!r} (see `opgraph devices`)")
+    G = load_input(input)
+    po = profile_ops(G, OverheadParams(step_regex=step_regex))
+    if not len(po.ops):
+        raise OpgraphInputError(input, "no top-level CPU ops in the analysis window: nothing to measure")
+    if lookup is not None:
+        lk = build_lookup(G, po=po, device=device)
+        write_json_file(lk.to_dict(), lookup, "kernel-lookup.schema.json")
+        click.echo(f"wrote {lookup}: {len(lk.entries)} op/shape entries, {len(lk.by_name)} op names, "
+                   f"streams {lk.streams}", err=True)
+    if calibration is not None:
+        try:
+            cal = build_calibration(G, device=device, po=po)
+        except ValueError as e:
+            raise OpgraphInputError(input, str(e)) from None
+        write_json_file(cal.to_dict(), calibration, "roofline-calibration.schema.json")
+        click.echo(f"wrote {calibration}: {cal.device}, classes "
+                   + ", ".join(f"{c} (n={f.n})" for c, f in sorted(cal.classes.items())), err=True)
