@@ -7,11 +7,24 @@ Kineto trace only; every rank's ET is predicted with them (rank 0 is in-sample, 
 held out: rank N's Kineto trace is read only to measure the truth). param_linear and
 hta_simple_add have one rank: their own profile is used (in-sample, said so in the table).
 
-Truth, per rank: the rank's Kineto ``ProfilerStep`` window (one step in every pair); the
-*ET extent* inside it = first top-level op start -> max(last top-level op end, last device
-activity end) (what the ET describes; the step also holds ~0.1-0.2 ms of profiler step
-overhead before the first op and after the last). Errors are (predicted - truth) / truth;
-the geomean is over |error|.
+Profile side (the evaluated configuration): ``opgraph overheads --by-shapes
+--drop-outliers iqr`` and ``opgraph kernel-models --job`` (rank 0's collective kernels
+lose the time they waited for the other ranks of the profiled job, from the job's
+collective table; the same correction for every predicted rank). ``ABLATION`` below also
+runs the previous configuration (all samples, waits kept) and each fix alone.
+
+Truth, per rank, two evaluations:
+
+(i) raw: the rank's Kineto ``ProfilerStep`` span (one step in every pair), and the *ET
+    extent* inside it = first top-level op start -> max(last top-level op end, last device
+    activity end) (what the ET describes; the step also holds ~0.1-0.2 ms of profiler step
+    overhead before the first op and after the last);
+(ii) intrinsic: the same minus ``gpu_comm_wait`` = the time the rank's own critical path
+    spent in collectives waiting for later ranks (``crossrank_critical_path(job,
+    ranks=[r])`` on the 8-rank job graph). A single-rank ET cannot contain when the other
+    ranks arrive, so (ii) is what it can determine; (i) also needs the arrival skew.
+
+Errors are (predicted - truth) / truth; the geomean is over |error|.
 """
 
 from __future__ import annotations
@@ -21,12 +34,15 @@ import math
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from opgraph.analysis.crossrank import crossrank_critical_path  # noqa: E402
+from opgraph.analysis.stragglers import rank_comm_waits  # noqa: E402
 from opgraph.analysis.overheads import OverheadParams, overhead_samples, overheads_doc  # noqa: E402
 from opgraph.analysis.iterations import graph_frame  # noqa: E402
 from opgraph.graph.io import load_any  # noqa: E402
@@ -35,15 +51,18 @@ from opgraph.predict.kernel_models import write_json_file  # noqa: E402
 from opgraph.predict.model_build import build_calibration, build_lookup, profile_ops  # noqa: E402
 
 
-def profile_files(kineto: Path, out: Path, tag: str, device: str | None = None) -> tuple[str, str, str | None]:
-    """Write overheads / lookup / calibration JSONs of one profiled trace; return paths."""
+def profile_files(kineto: Path, out: Path, tag: str, device: str | None = None, drop_outliers: str | None = "iqr",
+                  job: Any = None) -> tuple[str, str, str | None]:
+    """Write overheads / lookup / calibration JSONs of one profiled trace; return paths.
+    ``job``: the job graph the trace is a rank of (its cross-rank waits are removed)."""
     G = load_any(str(kineto))
     f = graph_frame(G)
-    p = OverheadParams()
+    p = OverheadParams(drop_outliers=drop_outliers)
     doc = overheads_doc(f, p, True, overhead_samples(f, p, with_shapes=True))
     oh, lk, cal = out / f"{tag}_overheads.json", out / f"{tag}_lookup.json", out / f"{tag}_cal.json"
     write_json_file(doc, str(oh), "overheads.schema.json")
-    po = profile_ops(f, p)
+    cw = rank_comm_waits(job, sha256=G.graph["source"]["sha256"])[1] if job is not None else None
+    po = profile_ops(f, p, comm_waits=cw)
     write_json_file(build_lookup(f, po=po, device=device).to_dict(), str(lk), "kernel-lookup.schema.json")
     try:
         write_json_file(build_calibration(f, device=device, po=po).to_dict(), str(cal), "roofline-calibration.schema.json")
@@ -51,6 +70,21 @@ def profile_files(kineto: Path, out: Path, tag: str, device: str | None = None) 
     except ValueError:
         cal_s = None
     return str(oh), str(lk), cal_s
+
+
+def comm_wait_on_path_us(job: Any, rank: int) -> float:
+    """``gpu_comm_wait`` on rank ``rank``'s own critical path (µs): its step's path with
+    the other ranks seen only through the collective table (``--ranks r``)."""
+    w = crossrank_critical_path(job, ranks=[rank]).steps[0]
+    return w.breakdown_ns.get("gpu_comm_wait", 0) / 1e3
+
+
+def dlrm_job(kineto_dir: Path) -> Any:
+    """The 8-rank DLRM job graph (``opgraph build`` of the 8 Kineto files)."""
+    from opgraph.multirank.job import build_job
+
+    return build_job([str(kineto_dir / f"param_dlrm_8gpu_rank{r}.pt.trace.json.gz") for r in range(8)],
+                     workers=1).graph()
 
 
 def truth(kineto: Path) -> dict[str, float]:
@@ -80,57 +114,108 @@ def truth_repeated(kineto: Path, et: Path) -> dict[str, float]:
     return {"step_us": float(np.median(d)), "extent_us": float(np.median(d)), "iterations_in_trace": len(starts)}
 
 
+#: (label, drop_outliers, remove cross-rank waits): the evaluated configuration first.
+ABLATION: tuple[tuple[str, str | None, bool], ...] = (
+    ("iqr + waits removed", "iqr", True),
+    ("waits removed only", None, True),
+    ("iqr only", "iqr", False),
+    ("neither (previous)", None, False),
+)
+
+
+def gm(xs: list[float]) -> float:
+    """Geometric mean of |x| (floored at 1e-6)."""
+    xs = [max(abs(x), 1e-6) for x in xs]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+def evaluate(T: Path, out: Path, job: Any, truths: dict[str, dict[str, float]], drop_outliers: str | None,
+             remove_waits: bool) -> list[dict[str, Any]]:
+    """One configuration's rows (predictions against the precomputed truths)."""
+    K, E = T / "A_kineto", T / "B_et"
+    tag = f"{drop_outliers}_{remove_waits}"
+    rows = []
+    oh, lk, cal = profile_files(K / "param_dlrm_8gpu_rank0.pt.trace.json.gz", out, f"dlrm0_{tag}", None,
+                                drop_outliers, job if remove_waits else None)
+    for r in range(8):
+        res = predict_et(str(E / f"param_dlrm_8gpu_rank{r}_et.json.gz"), oh, "V100", lk, cal)
+        it = res.iterations[0]
+        pair = f"param_dlrm_8gpu rank {r}"
+        rows.append({"pair": pair, "profile": "rank 0" + (" (in-sample)" if r == 0 else ""), "dlrm": True,
+                     "held_out": r != 0, **truths[pair], "pred_us": it["e2e_us"], "gpu_active_us": it["gpu_active_us"],
+                     "sources": it["ops_by_source"]})
+    for name, kin, et, dev in (("param_linear", "param_linear_kineto.json.gz", "param_linear_et.json.gz", "GeForce RTX 2080 Ti"),
+                               ("hta_simple_add", "hta_simple_add_kineto.json.gz", "hta_simple_add_et.json.gz", "A100 SXM4 80GB")):
+        oh1, lk1, cal1 = profile_files(K / kin, out, f"{name}_{tag}", None, drop_outliers)
+        res = predict_et(str(E / et), oh1, dev, lk1, cal1)
+        pred = float(np.mean([x["e2e_us"] for x in res.iterations]))
+        rows.append({"pair": name, "profile": "same run (in-sample)", "dlrm": False, "held_out": False, **truths[name],
+                     "pred_us": pred, "gpu_active_us": float(np.mean([x["gpu_active_us"] for x in res.iterations])),
+                     "sources": res.to_dict(False)["summary"]["ops_by_source"], "iterations": len(res.iterations)})
+    for r in rows:
+        for k in ("step", "extent", "intrinsic_step", "intrinsic_extent"):
+            r[f"err_{k}_pct"] = 100 * (r["pred_us"] - r[f"{k}_us"]) / r[f"{k}_us"]
+    return rows
+
+
+def geomeans(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per truth: geomean |error| over held-out DLRM ranks, all 8 DLRM ranks, all pairs."""
+    out = {}
+    for k in ("step", "extent", "intrinsic_step", "intrinsic_extent"):
+        e = f"err_{k}_pct"
+        out[k] = {"held_out": gm([r[e] for r in rows if r["held_out"]]),
+                  "dlrm": gm([r[e] for r in rows if r["dlrm"]]), "all": gm([r[e] for r in rows])}
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--traces", default=str(ROOT.parent / "shared" / "traces"))
     ap.add_argument("--json", default=None)
+    ap.add_argument("--no-ablation", action="store_true", help="Only the evaluated configuration.")
     args = ap.parse_args()
     T = Path(args.traces)
     K, E = T / "A_kineto", T / "B_et"
-    rows = []
+    job = dlrm_job(K)
+    truths: dict[str, dict[str, float]] = {}
+    for r in range(8):
+        tr = truth(K / f"param_dlrm_8gpu_rank{r}.pt.trace.json.gz")
+        w = comm_wait_on_path_us(job, r)
+        truths[f"param_dlrm_8gpu rank {r}"] = {**tr, "comm_wait_us": w, "intrinsic_step_us": tr["step_us"] - w,
+                                               "intrinsic_extent_us": tr["extent_us"] - w}
+    for name, kin, et in (("param_linear", "param_linear_kineto.json.gz", "param_linear_et.json.gz"),
+                          ("hta_simple_add", "hta_simple_add_kineto.json.gz", "hta_simple_add_et.json.gz")):
+        tr = truth(K / kin) if name != "param_linear" else truth_repeated(K / kin, E / et)
+        truths[name] = {**tr, "comm_wait_us": 0.0, "intrinsic_step_us": tr["step_us"], "intrinsic_extent_us": tr["extent_us"]}
+    results = {}
     with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp)
-        oh, lk, cal = profile_files(K / "param_dlrm_8gpu_rank0.pt.trace.json.gz", out, "dlrm0")
-        for r in range(8):
-            res = predict_et(str(E / f"param_dlrm_8gpu_rank{r}_et.json.gz"), oh, "V100", lk, cal)
-            it = res.iterations[0]
-            tr = truth(K / f"param_dlrm_8gpu_rank{r}.pt.trace.json.gz")
-            rows.append({"pair": f"param_dlrm_8gpu rank {r}", "profile": "rank 0" + (" (in-sample)" if r == 0 else ""),
-                         "held_out": r != 0, **tr, "pred_us": it["e2e_us"], "gpu_active_us": it["gpu_active_us"],
-                         "sources": it["ops_by_source"]})
-        for name, kin, et, dev in (("param_linear", "param_linear_kineto.json.gz", "param_linear_et.json.gz", "GeForce RTX 2080 Ti"),
-                                   ("hta_simple_add", "hta_simple_add_kineto.json.gz", "hta_simple_add_et.json.gz", "A100 SXM4 80GB")):
-            oh1, lk1, cal1 = profile_files(K / kin, out, name, None)
-            res = predict_et(str(E / et), oh1, dev, lk1, cal1)
-            tr = truth(K / kin) if name != "param_linear" else truth_repeated(K / kin, E / et)
-            pred = float(np.mean([x["e2e_us"] for x in res.iterations]))
-            rows.append({"pair": name, "profile": "same run (in-sample)", "held_out": False, **tr, "pred_us": pred,
-                         "gpu_active_us": float(np.mean([x["gpu_active_us"] for x in res.iterations])),
-                         "sources": res.to_dict(False)["summary"]["ops_by_source"], "iterations": len(res.iterations)})
-    print("| pair | models from | measured step µs | measured ET extent µs | predicted µs | error vs extent % | error vs step % | ops lookup/analytic/roofline/by-name/cpu-only/unmodelled |")
-    print("|---|---|--:|--:|--:|--:|--:|---|")
+        for label, ol, rw in (ABLATION[:1] if args.no_ablation else ABLATION):
+            results[label] = evaluate(T, Path(tmp), job, truths, ol, rw)
+    rows = results[ABLATION[0][0]]
+    print(f"configuration: {ABLATION[0][0]}\n")
+    print("| pair | models from | step µs | ET extent µs | gpu_comm_wait on path µs | predicted µs | (i) vs step % "
+          "| (i) vs extent % | (ii) vs step − wait % | (ii) vs extent − wait % | ops lookup/analytic/roofline/by-name/cpu-only/unmodelled |")
+    print("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|")
     for r in rows:
-        r["err_extent_pct"] = 100 * (r["pred_us"] - r["extent_us"]) / r["extent_us"]
-        r["err_step_pct"] = 100 * (r["pred_us"] - r["step_us"]) / r["step_us"]
         s = r["sources"]
-        print(f"| {r['pair']} | {r['profile']} | {r['step_us']:,.1f} | {r['extent_us']:,.1f} | {r['pred_us']:,.1f} | "
-              f"{r['err_extent_pct']:+.2f} | {r['err_step_pct']:+.2f} | {s['lookup']}/{s['analytic']}/{s['roofline']}/"
-              f"{s['lookup_name']}/{s['cpu_only']}/{s['unmodelled']} |")
-
-    def gm(xs: list[float]) -> float:
-        xs = [max(abs(x), 1e-6) for x in xs]
-        return math.exp(sum(math.log(x) for x in xs) / len(xs))
-
-    held = [r["err_extent_pct"] for r in rows if r["held_out"]]
-    dl = [r["err_extent_pct"] for r in rows if r["pair"].startswith("param_dlrm")]
-    allr = [r["err_extent_pct"] for r in rows]
-    print(f"\ngeomean |error| vs ET extent: held-out DLRM ranks 1-7 {gm(held):.2f} %, all 8 DLRM ranks {gm(dl):.2f} %, "
-          f"all {len(allr)} pairs {gm(allr):.2f} %")
-    print(f"geomean |error| vs ProfilerStep: held-out DLRM {gm([r['err_step_pct'] for r in rows if r['held_out']]):.2f} %, "
-          f"all pairs {gm([r['err_step_pct'] for r in rows]):.2f} %")
+        print(f"| {r['pair']} | {r['profile']} | {r['step_us']:,.1f} | {r['extent_us']:,.1f} | {r['comm_wait_us']:,.1f} | "
+              f"{r['pred_us']:,.1f} | {r['err_step_pct']:+.2f} | {r['err_extent_pct']:+.2f} | "
+              f"{r['err_intrinsic_step_pct']:+.2f} | {r['err_intrinsic_extent_pct']:+.2f} | {s['lookup']}/{s['analytic']}/"
+              f"{s['roofline']}/{s['lookup_name']}/{s['cpu_only']}/{s['unmodelled']} |")
+    print("\ngeomean |error| % (held-out DLRM ranks 1-7 / all 8 DLRM ranks / all 10 pairs):")
+    print("| configuration | (i) vs step | (i) vs extent | (ii) vs step − wait | (ii) vs extent − wait |")
+    print("|---|--:|--:|--:|--:|")
+    for label, rs in results.items():
+        g = geomeans(rs)
+        print(f"| {label} | " + " | ".join(f"{g[k]['held_out']:.2f} / {g[k]['dlrm']:.2f} / {g[k]['all']:.2f}"
+                                           for k in ("step", "extent", "intrinsic_step", "intrinsic_extent")) + " |")
+    print("\nparam_linear predicted µs per configuration: "
+          + ", ".join(f"{label} {next(r for r in rs if r['pair'] == 'param_linear')['pred_us']:,.1f}"
+                      for label, rs in results.items()))
     if args.json:
         import json
-        Path(args.json).write_text(json.dumps(rows, indent=1))
+        Path(args.json).write_text(json.dumps({"rows": rows, "geomeans": {k: geomeans(v) for k, v in results.items()},
+                                               "ablation": results}, indent=1))
 
 
 if __name__ == "__main__":

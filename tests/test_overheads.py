@@ -171,6 +171,72 @@ def test_samples_frame():
     assert len(ls) == 1 and ls.iloc[0]["seq"] == (LAUNCH, LAUNCH)
 
 
+def _whole_graph(durs_us: list[int]) -> nx.DiGraph:
+    """Hand-built: one thread, ``aten::relu`` whole (no launch) with the given durations,
+    every op 100 µs after the previous one's end, and one launching ``aten::mm``."""
+    G = nx.DiGraph()
+    n = [0]
+
+    def add(kind, name, ts, dur, parent=None, dims=None):
+        i = n[0]
+        n[0] += 1
+        G.add_node(i, kind=kind, name=name, ts=ts * 1000, dur=dur * 1000, pid=1, tid=1, device=-1, stream=-1,
+                   correlation=-1, external_id=-1, args={"Input Dims": dims} if dims is not None else {})
+        if parent is not None:
+            G.add_edge(parent, i, kind="nest")
+        return i
+
+    t = 10
+    step = add("annotation", "ProfilerStep#1", 0, 10 + sum(durs_us) + 100 * len(durs_us) + 200)
+    for d in durs_us:
+        add("cpu_op", "aten::relu", t, d, step, [[4]])
+        t += d + 100
+    mm = add("cpu_op", "aten::mm", t, 50, step, [[4, 4]])
+    add("runtime", "cudaLaunchKernel", t + 10, 10, mm)
+    return G
+
+
+def test_iqr_outliers_known_answer():
+    """relu durations 10, 11, 12, 13, 1000 µs: Q1 11, Q3 13, IQR 2, fences [8, 16]: the
+    1,000 µs sample goes; the rest have mean and median 11.5, population std √1.25."""
+    from opgraph.analysis.overheads import iqr_keep
+
+    assert iqr_keep([10, 11, 12, 13, 1000]).tolist() == [True, True, True, True, False]
+    assert iqr_keep([5.0]).tolist() == [True] and iqr_keep([1, 100]).tolist() == [True, True]
+    G = _whole_graph([10, 11, 12, 13, 1000])
+    raw = overheads_doc(G, by_shapes=True)
+    assert raw["ops"]["aten::relu"]["whole"] == _st((10 + 11 + 12 + 13 + 1000) / 5, 5, std=395.4012645402136)
+    assert "drop_outliers" not in raw["params"]   # default output unchanged
+    doc = overheads_doc(G, OverheadParams(drop_outliers="iqr"), by_shapes=True)
+    assert validation_error(doc, "overheads.schema.json") is None
+    assert doc["params"]["drop_outliers"] == "iqr"
+    w = doc["ops"]["aten::relu"]["whole"]
+    assert (w["mean"], w["n"], w["median"], w["dropped"]) == (pytest.approx(11.5), 4, pytest.approx(11.5), 1)
+    assert w["std"] == pytest.approx(1.118034, abs=1e-6)   # population std of 10..13
+    assert doc["t5"]["aten::relu"] == w                      # the seed's flat layout follows
+    assert doc["ops"]["aten::relu"]["shapes"]["[[4]]"]["whole"] == w
+    assert doc["ops"]["aten::relu"]["count"] == 5           # occurrences are still all counted
+    # T1: five gaps of 100 µs (the 200 µs cut keeps them): nothing to drop
+    assert (doc["t1"]["mean"], doc["t1"]["n"], doc["t1"]["dropped"]) == (pytest.approx(100.0), 5, 0)
+    # single-sample lists are kept
+    mm = doc["ops"]["aten::mm"]
+    assert (mm["t2"]["mean"], mm["t2"]["dropped"]) == (pytest.approx(10.0), 0)
+    with pytest.raises(ValueError, match="drop_outliers"):
+        OverheadParams(drop_outliers="zscore")
+
+
+def test_iqr_outliers_cli(tmp_path):
+    from opgraph.cli import main
+
+    r = CliRunner().invoke(main, ["overheads", str(FIXTURES / "sync_every_op.json"), "--json", "--drop-outliers", "iqr"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert validation_error(doc, "overheads.schema.json") is None
+    assert doc["params"]["drop_outliers"] == "iqr" and "median" in doc["t1"] and "dropped" in doc["t1"]
+    r = CliRunner().invoke(main, ["overheads", str(FIXTURES / "sync_every_op.json"), "--drop-outliers", "bad"])
+    assert r.exit_code == 2 and "--drop-outliers" in r.output
+
+
 # ----------------------------------------------------------------------- CLI
 def test_overheads_cli(tmp_path):
     from opgraph.cli import main

@@ -19,6 +19,14 @@ its leaf runtime descendants whose name is a launch API (default ``cudaLaunchKer
 
 Every statistic is ``{mean, std, n}`` in µs (std is the population std, as ``np.std``),
 optionally split by input shapes. Times are ns inside.
+
+**Outliers** (``OverheadParams.drop_outliers="iqr"``, ``opgraph overheads --drop-outliers
+iqr``; off by default): as the seed's HEAD, each sample list a statistic summarises (T1;
+T4 per API; T2/T3/T5/whole per op, and per op + shapes for the shape level) drops the
+samples outside ``[Q1 − 1.5·IQR, Q3 + 1.5·IQR]`` (quartiles by linear interpolation, as
+``np.percentile``) before ``mean``/``std``/``n`` are taken; the statistic then also gives
+``median`` and ``dropped`` (samples removed). A one-off sample (a first iteration after a
+1 s pause, a call that waited) otherwise dominates a mean of a few samples.
 """
 
 from __future__ import annotations
@@ -41,6 +49,22 @@ DEFAULT_LAUNCH_APIS: tuple[str, ...] = (
 )
 #: The seed's T1 cut (µs): longer gaps between ops are data loading or waits.
 DEFAULT_T1_MAX_GAP_US = 200.0
+#: Outlier rules of :class:`OverheadParams` (None: keep every sample).
+OUTLIER_RULES: tuple[str | None, ...] = (None, "iqr")
+#: The seed's IQR factor.
+IQR_K = 1.5
+
+
+def iqr_keep(x: np.ndarray, k: float = IQR_K) -> np.ndarray:
+    """Bool mask of the samples inside ``[Q1 - k·IQR, Q3 + k·IQR]`` (``np.percentile``
+    quartiles, linear interpolation). Applied to any list: with one or two samples the
+    fences contain every sample."""
+    x = np.asarray(x, dtype=np.float64)
+    if len(x) == 0:
+        return np.zeros(0, dtype=bool)
+    q1, q3 = np.percentile(x, [25, 75])
+    lo, hi = q1 - k * (q3 - q1), q3 + k * (q3 - q1)
+    return (x >= lo) & (x <= hi)
 
 
 @dataclass
@@ -53,9 +77,17 @@ class OverheadParams:
     module_markers: tuple[str, ...] = DEFAULT_MODULE_MARKERS
     data_markers: tuple[str, ...] | None = None
     step_regex: str | None = None
+    #: None (keep every sample) or ``"iqr"`` (drop 1.5 x IQR outliers per sample list)
+    drop_outliers: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.drop_outliers not in OUTLIER_RULES:
+            raise ValueError(f"drop_outliers must be one of {', '.join(str(x) for x in OUTLIER_RULES)}, "
+                             f"not {self.drop_outliers!r}")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"t1_max_gap_us": self.t1_max_gap_us, "t1_min_gap_us": self.t1_min_gap_us,
+        extra = {"drop_outliers": self.drop_outliers} if self.drop_outliers is not None else {}
+        return extra | {"t1_max_gap_us": self.t1_max_gap_us, "t1_min_gap_us": self.t1_min_gap_us,
                 "launch_apis": list(self.launch_apis), "module_markers": list(self.module_markers),
                 "data_markers": list(self.data_markers) if self.data_markers is not None else ["DataLoader"],
                 "step_regex": self.step_regex}
@@ -178,17 +210,26 @@ def overhead_samples(G: nx.DiGraph | GraphFrame, params: OverheadParams | None =
     return S[["type", "op", "shapes", "ns", "pos"]], ls, w
 
 
-def _stats(ns: np.ndarray) -> dict[str, Any] | None:
+def _stats(ns: np.ndarray, outliers: str | None = None) -> dict[str, Any] | None:
     if not len(ns):
         return None
     x = ns.astype(np.float64) / 1e3
-    return {"mean": float(x.mean()), "std": float(x.std()), "n": int(len(x))}
+    if outliers is None:
+        return {"mean": float(x.mean()), "std": float(x.std()), "n": int(len(x))}
+    keep = iqr_keep(x)
+    y = x[keep]
+    return {"mean": float(y.mean()), "std": float(y.std()), "n": int(len(y)), "median": float(np.median(y)),
+            "dropped": int(len(x) - len(y))}
 
 
-def _group_stats(df: pd.DataFrame, key: str) -> dict[str, dict[str, Any]]:
-    """{key: {mean, std (population), n}} in µs."""
+def _group_stats(df: pd.DataFrame, key: str, outliers: str | None = None) -> dict[str, dict[str, Any]]:
+    """{key: {mean, std (population), n}} in µs (with ``outliers``: per group, after
+    dropping them, plus ``median`` and ``dropped``)."""
     if not len(df):
         return {}
+    if outliers is not None:
+        return {str(k): _stats(g.to_numpy(np.int64), outliers)
+                for k, g in df["ns"].groupby(df[key].to_numpy(), sort=True)}
     g = df["ns"].astype(np.float64).groupby(df[key].to_numpy(), sort=True)
     mean, std, n = g.mean(), g.std(ddof=0), g.size()
     return {str(k): {"mean": float(mean[k]) / 1e3, "std": float(std[k]) / 1e3, "n": int(n[k])} for k in mean.index}
@@ -222,9 +263,10 @@ def overheads_doc(G: nx.DiGraph | GraphFrame, params: OverheadParams | None = No
     src = f.G.graph.get("source", {}) if isinstance(f.G.graph.get("source"), dict) else {}
     by_type = {t: g for t, g in S.groupby("type", sort=False)}
     empty = S.iloc[:0]
-    t1 = _stats(by_type.get("t1", empty)["ns"].to_numpy())
-    t4 = _group_stats(by_type.get("t4", empty), "op")
-    per = {t: _group_stats(by_type.get(t, empty), "op") for t in ("t2", "t3", "t5", "whole")}
+    ol = p.drop_outliers
+    t1 = _stats(by_type.get("t1", empty)["ns"].to_numpy(), ol)
+    t4 = _group_stats(by_type.get("t4", empty), "op", ol)
+    per = {t: _group_stats(by_type.get(t, empty), "op", ol) for t in ("t2", "t3", "t5", "whole")}
     # most common launch sequence per op (ties: first seen)
     launches: dict[str, list[str]] = {}
     if len(ls):
@@ -234,7 +276,7 @@ def overheads_doc(G: nx.DiGraph | GraphFrame, params: OverheadParams | None = No
     ops_doc: dict[str, Any] = {}
     shape_groups = None
     if by_shapes:
-        shape_groups = {t: {k: _group_stats(g, "shapes") for k, g in by_type.get(t, empty).groupby("op", sort=False)}
+        shape_groups = {t: {k: _group_stats(g, "shapes", ol) for k, g in by_type.get(t, empty).groupby("op", sort=False)}
                         for t in ("t2", "t3", "t5", "whole")}
     for op in sorted(set(occ.index.tolist())):
         n_l = int(occ.loc[op, "t2"]) if "t2" in occ.columns else 0

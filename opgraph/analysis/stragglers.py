@@ -233,3 +233,42 @@ def stragglers(G: Any) -> StragglerReport:
         if "match" in coll.columns else {}
     unmatched = int((coll["coll_id"] < 0).sum())
     return StragglerReport(ranks, full, colls, steps, by_rank, waits, unmatched, match)
+
+
+def rank_comm_waits(G: Any, rank: int | None = None, sha256: str | None = None) -> tuple[int, dict[int, int]]:
+    """The cross-rank waits inside one rank's collective kernels, for use on that rank's
+    own single-rank graph (ET-driven prediction removes them from the profile's kernel
+    times: they are the other ranks' lateness, not the rank's work).
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+        A job graph (``opgraph build DIR``).
+    rank, sha256 : optional
+        Which rank: by number, or by the sha256 of its trace file (as in a single-rank
+        graph's ``graph["source"]["sha256"]``). One of them is required.
+
+    Returns
+    -------
+    (rank, waits)
+        ``waits``: rank-local node id (the node id in the graph built from the rank's file
+        alone) -> wait (ns, :func:`kernel_waits`: ``clamp(last arrival - start, 0, dur)``),
+        for every matched collective kernel of the rank.
+
+    Raises ValueError when ``G`` is not a job graph or the rank is not in it (in full).
+    """
+    job = job_info(G)
+    rows = job.get("ranks", [])
+    if rank is None and sha256 is None:
+        raise ValueError("rank_comm_waits needs a rank or a sha256")
+    row = next((x for x in rows if (rank is not None and int(x["rank"]) == int(rank))
+                or (rank is None and x.get("sha256") == sha256)), None)
+    if row is None:
+        raise ValueError(f"rank {rank} is not in this job" if rank is not None
+                         else "the profiled trace is not a rank of this job (no rank file with its sha256)")
+    if not row.get("full", True):
+        raise ValueError(f"rank {row['rank']} was not kept in full in this job (see --keep)")
+    r, off = int(row["rank"]), int(row["node_offset"])
+    w = kernel_waits(job["collectives"])
+    w = w[w["rank"].to_numpy(np.int64) == r]
+    return r, {int(n) - off: int(x) for n, x in zip(w["node"].to_numpy(np.int64), w["wait"].to_numpy(np.int64))}

@@ -18,8 +18,12 @@ from opgraph.errors import OpgraphInputError
 @click.option("--device", default=None, metavar="NAME",
               help="The trace's GPU when its deviceProperties do not identify it (roofline peaks).")
 @click.option("--step-regex", "step_regex", default=None, help="Steps as in `opgraph overheads` (default ProfilerStep#N).")
+@click.option("--job", "job", default=None, metavar="JOB.gpickle",
+              help="The multi-rank job graph INPUT is a rank of (`opgraph build DIR -o JOB`, matched by the "
+                   "file's sha256): remove from INPUT's collective kernels the time they waited for the other "
+                   "ranks, so the tables hold this rank's own transfer times.")
 def kernel_models_cmd(input: str, lookup: str | None, calibration: str | None, device: str | None,
-                      step_regex: str | None) -> None:
+                      step_regex: str | None, job: str | None) -> None:
     """Measure INPUT's kernel models for `opgraph predict --et`: per top-level op (as
     `opgraph overheads` selects them), the kernels it launched with their mean durations,
     launch-API host costs, the gap before each op, and a roofline fit per op class."""
@@ -42,7 +46,19 @@ def kernel_models_cmd(input: str, lookup: str | None, calibration: str | None, d
     if device is not None and device_peaks(device) is None:
         raise OpgraphInputError("--device", f"unknown device {device!r} (see `opgraph devices`)")
     G = load_input(input)
-    po = profile_ops(G, OverheadParams(step_regex=step_regex))
+    waits = None
+    if job is not None:
+        from opgraph.analysis.stragglers import rank_comm_waits
+
+        J = load_input(job)
+        src = G.graph.get("source") if isinstance(G.graph.get("source"), dict) else {}
+        try:
+            rank, waits = rank_comm_waits(J, sha256=src.get("sha256"))
+        except ValueError as e:
+            raise OpgraphInputError(job, str(e)) from None
+        click.echo(f"{input} is rank {rank} of {job}: {len(waits)} collective kernels, "
+                   f"{sum(waits.values()) / 1e3:,.1f} us of cross-rank wait removed", err=True)
+    po = profile_ops(G, OverheadParams(step_regex=step_regex), comm_waits=waits)
     if not len(po.ops):
         raise OpgraphInputError(input, "no top-level CPU ops in the analysis window: nothing to measure")
     if lookup is not None:

@@ -25,12 +25,15 @@ from opgraph.commands.iterations import (
 @click.option("--module-marker", "module_marker", multiple=True, metavar="PREFIX",
               help="Name prefixes of label ranges that are not ops (repeatable). Default: '## ', '__', "
                    "'module::', 'nn.Module: ', 'DLRM ', 'DistributedDataParallel'.")
+@click.option("--drop-outliers", "drop_outliers", type=click.Choice(["none", "iqr"]), default="none", show_default=True,
+              help="Drop outliers from every sample list before its statistics: iqr = outside 1.5 x IQR "
+                   "(the seed's HEAD); the statistics then also give median and dropped.")
 @click.option("--top", type=click.IntRange(min=1), default=20, show_default=True, help="Ops shown in the table.")
 @click.option("--whole-trace", is_flag=True, help="Analyse the whole trace, not just the steps' span.")
 @window_options
 @output_options
 def overheads(input: str, output: str | None, by_shapes: bool, t1_max_gap_us: float, t1_min_gap_us: float | None,
-              launch_api: tuple[str, ...], module_marker: tuple[str, ...], top: int, whole_trace: bool,
+              launch_api: tuple[str, ...], module_marker: tuple[str, ...], drop_outliers: str, top: int, whole_trace: bool,
               step_regex: str | None, data_marker: tuple[str, ...], no_data_markers: bool, fmt: str | None,
               as_json: bool, csv_dir: str | None) -> None:
     """CPU overheads of INPUT: T1 (between ops), T2 (op start → first launch), T3 (last
@@ -44,7 +47,8 @@ def overheads(input: str, output: str | None, by_shapes: bool, t1_max_gap_us: fl
     p = OverheadParams(t1_max_gap_us=t1_max_gap_us, t1_min_gap_us=t1_min_gap_us,
                        launch_apis=tuple(launch_api) or DEFAULT_LAUNCH_APIS,
                        module_markers=tuple(module_marker) or DEFAULT_MODULE_MARKERS,
-                       data_markers=markers(data_marker, no_data_markers), step_regex=step_regex)
+                       data_markers=markers(data_marker, no_data_markers), step_regex=step_regex,
+                       drop_outliers=None if drop_outliers == "none" else drop_outliers)
     G = load_input(input, fmt)
     f = graph_frame(G)
     w = analysis_window(f, step_regex, p.data_markers, use_steps=not whole_trace)

@@ -363,16 +363,12 @@ def collect(inputs: Sequence[str] | str, keep: str | None = "auto", workers: int
             rank_set = parse_rank_set(spec)
         except ValueError:
             raise OpgraphInputError(None, f"--keep {keep!r}: expected all, none, auto or ranks like 0,3,5-7") from None
-        # ranks are known only after reading: keep every payload whose rank is asked for,
-        # deciding in the worker would need the rank first; a cheap name-based guess is not
-        # reliable, so every file keeps its payload and the unwanted ones are dropped here.
-        flags, note = [True] * len(files), f"ranks {spec} kept in full"
+        # ranks are known only after reading: each worker decides once it knows its rank,
+        # so payloads of ranks not asked for never travel back to this process
+        flags, note = [frozenset(rank_set)] * len(files), f"ranks {spec} kept in full"
     results = run(fn, [(f, k) for f, k in zip(files, flags)], workers=workers, scheduler=scheduler,
                   progress=progress or (lambda _d, _n: None))
     if rank_set is not None:
-        for r in results:
-            if r.rank not in rank_set:
-                r.payload = None
         got = {r.rank for r in results}
         if not rank_set & got:
             raise OpgraphInputError(None, f"--keep {keep}: none of these ranks is in the job (ranks "

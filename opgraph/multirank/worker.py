@@ -275,11 +275,12 @@ def peak_rss_bytes() -> int:
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
 
-def rank_result(path: str, keep_full: bool) -> RankResult:
+def rank_result(path: str, keep_full: bool | frozenset[int]) -> RankResult:
     """Read and build one rank's trace; return its compact :class:`RankResult`.
 
     ``keep_full`` keeps the rank's graph payload (column form) in the result; otherwise
-    only the tables and summary travel back. Bad input raises
+    only the tables and summary travel back. A set of ranks decides once the file's rank
+    is known (here, in the worker), so unwanted payloads never leave the worker. Bad input raises
     :class:`~opgraph.errors.OpgraphInputError` (picklable, so it crosses process and
     Dask boundaries intact)."""
     import gc
@@ -324,10 +325,11 @@ def rank_result(path: str, keep_full: bool) -> RankResult:
             ev["rank"] = np.int64(rank)
         coll, steps, summary = rank_tables(payload, -1 if rank is None else rank)
         summary["peak_rss_bytes"] = peak_rss_bytes()
+        keep = (rank in keep_full) if isinstance(keep_full, (set, frozenset)) else bool(keep_full)
         src = payload["graph"].get("source") or {}
         return RankResult(rank=rank, rank_source=source, world_size=ws, file=str(path),
                           sha256=src.get("sha256") or (meta.get("sha256") if isinstance(meta, dict) else None),
-                          warnings=warnings, payload=payload if keep_full else None, collectives=coll,
+                          warnings=warnings, payload=payload if keep else None, collectives=coll,
                           steps=steps, summary=summary, n_events=int(len(ev)))
     finally:
         if was:

@@ -507,6 +507,9 @@ class KernelLookup:
     steps: int
     device: str | None = None
     source: dict[str, Any] = field(default_factory=dict)
+    #: cross-rank waits removed from the profile's collective kernels (``kernels``,
+    #: ``matched``, ``removed_us``), or None when none were removed
+    comm_waits: dict[str, Any] | None = None
 
     @property
     def compute_stream(self) -> int:
@@ -530,7 +533,8 @@ class KernelLookup:
                 "apis": {a: {"own_us": t.own_us, "own_n": t.own_n, "return_us": t.return_us, "return_n": t.return_n}
                          for a, t in sorted(self.apis.items())},
                 "entries": [ent(e) for _, e in sorted(self.entries.items())],
-                "by_name": [ent(e) for _, e in sorted(self.by_name.items())]}
+                "by_name": [ent(e) for _, e in sorted(self.by_name.items())]} | (
+                    {"comm_waits_removed": self.comm_waits} if self.comm_waits is not None else {})
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "KernelLookup":
@@ -544,7 +548,8 @@ class KernelLookup:
         apis = {a: ApiTiming(float(t["own_us"]), int(t["own_n"]), float(t["return_us"]), int(t["return_n"]))
                 for a, t in d["apis"].items()}
         return cls(entries, by_name, apis, {int(s): r for s, r in d["streams"].items()},
-                   float(d["data_loading_us"]), int(d["steps"]), d.get("device"), dict(d.get("source") or {}))
+                   float(d["data_loading_us"]), int(d["steps"]), d.get("device"), dict(d.get("source") or {}),
+                   d.get("comm_waits_removed"))
 
 
 # --------------------------------------------------------------------------- load / save

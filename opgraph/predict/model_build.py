@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 import networkx as nx
 import numpy as np
@@ -47,13 +47,16 @@ class ProfileOps:
     ``calls``: counted launch calls (``op``, ``pos``, ``api``, ``ts``, ``end``, ``slot``,
     ``blocking``, ``wait_end`` = latest end of the device work it waited for, or -1).
     ``acts``: device activities launched under an op (``op``, ``pos``, ``name``, ``kind``,
-    ``stream``, ``dur``, ``api``, ``slot``, ``order``, ``collective``)."""
+    ``stream``, ``dur``, ``api``, ``slot``, ``order``, ``collective``, ``comm_wait``: the
+    cross-rank wait removed from ``dur``, ns, 0 without ``comm_waits``).
+    ``comm_waits``: what was removed (``kernels``, ``removed_us``), or None."""
 
     frame: GraphFrame
     window: Window
     ops: pd.DataFrame
     calls: pd.DataFrame
     acts: pd.DataFrame
+    comm_waits: dict[str, Any] | None = None
 
 
 def _sync_waits(G: nx.DiGraph, f: GraphFrame) -> pd.Series:
@@ -75,8 +78,13 @@ def _sync_waits(G: nx.DiGraph, f: GraphFrame) -> pd.Series:
 
 
 def profile_ops(G: nx.DiGraph | GraphFrame, params: OverheadParams | None = None,
-                window: Window | None = None) -> ProfileOps:
-    """The top-level ops of a profiled graph with their launch calls and device activities."""
+                window: Window | None = None, comm_waits: Mapping[int, int] | None = None) -> ProfileOps:
+    """The top-level ops of a profiled graph with their launch calls and device activities.
+
+    ``comm_waits``: node id -> ns of cross-rank wait inside that collective kernel
+    (:func:`opgraph.analysis.stragglers.rank_comm_waits` of the job the profile belongs
+    to); it is subtracted from the kernels' durations, so the tables hold the rank's own
+    transfer time and not how late the other ranks of the profiled run arrived."""
     p = params or OverheadParams()
     f = frame_of(G)
     w = window if window is not None else analysis_window(f, p.step_regex, p.data_markers)
@@ -120,11 +128,21 @@ def profile_ops(G: nx.DiGraph | GraphFrame, params: OverheadParams | None = None
                       "stream": f.stream[act], "dur": f.dur[act], "ts": f.ts[act], "api": f.name[lr],
                       "slot": slot_of.reindex(lr).fillna(-1).to_numpy(np.int64), "launch_ts": f.ts[lr]})
     A["collective"] = [is_collective_name(n) for n in A["name"]]
+    cw_doc = None
+    if comm_waits is not None:
+        wt = pd.Series(comm_waits, dtype=np.int64).reindex(f.node[act]).fillna(0).to_numpy(np.int64)
+        wt = np.clip(wt, 0, A["dur"].to_numpy(np.int64))
+        A["comm_wait"] = wt
+        A["dur"] = A["dur"].to_numpy(np.int64) - wt
+        cw_doc = {"kernels": int((wt > 0).sum()), "matched": int(len(set(comm_waits) & set(f.node[act].tolist()))),
+                  "removed_us": float(wt.sum()) / 1e3}
+    else:
+        A["comm_wait"] = np.zeros(len(A), np.int64)
     A = A.sort_values(["op", "launch_ts", "ts", "pos"], kind="stable").reset_index(drop=True)
     A["order"] = A.groupby("op").cumcount()
     calls = C[C["counted"]].drop(columns=["counted", "k"]).reset_index(drop=True)
     O["gap"] = _gaps_before(O, f.lane[ops], w)
-    return ProfileOps(f, w, O, calls, A)
+    return ProfileOps(f, w, O, calls, A, cw_doc)
 
 
 def _gaps_before(O: pd.DataFrame, lane: np.ndarray, w: Window) -> np.ndarray:
@@ -235,7 +253,8 @@ def build_lookup(G: nx.DiGraph | GraphFrame, params: OverheadParams | None = Non
                         apis=_api_timings(po.calls), streams=_stream_roles(po.acts),
                         data_loading_us=po.window.data_loading_ns / 1e3 / steps, steps=len(po.window.steps),
                         device=device or profile_device_name(f.G),
-                        source={"file": src.get("file"), "sha256": src.get("sha256")})
+                        source={"file": src.get("file"), "sha256": src.get("sha256")},
+                        comm_waits=po.comm_waits)
 
 
 def profile_device_name(G: nx.DiGraph) -> str | None:
