@@ -225,7 +225,7 @@ class TraceColumns:
         ``nest`` sweep; ``launch`` by correlation, plus launch flows for the activities no
         correlation links). Same nodes, parents and launches as the built graph; used by
         ``opgraph augment`` to skip building every other edge kind."""
-        from opgraph.graph.build import _link_flows
+        from opgraph.graph.build import link_flows
         from opgraph.graph.linking import link_launches
         from opgraph.graph.nesting import nest_sweep
         from opgraph.ingest.table import DEVICE_ACTIVITY_KINDS, HOST_KINDS, NODE_KINDS
@@ -253,7 +253,7 @@ class TraceColumns:
                                                  ts[act])
         ls, ld = launch.src, launch.dst
         if len(unlinked) or (corr[act] < 0).any():
-            _fe, extra, _d, _u = _link_flows(ev, kind_all, lane, ts, end, eid, is_node, launch)
+            _fe, extra, _d, _u = link_flows(ev, kind_all, lane, ts, end, eid, is_node, launch)
             if len(extra):
                 ls, ld = np.concatenate([ls, extra.src]), np.concatenate([ld, extra.dst])
         idx = np.flatnonzero(is_node)

@@ -155,7 +155,7 @@ def build_payload(table: EventTable, step: Step = _noop) -> dict[str, Any]:
 
     # --- flows: bind end points, pair s/f, cross-check launches ---
     step("flows")
-    flow_edges, launch_from_flows, disagree, unbound = _link_flows(ev, kind, lane, ts, end, eid, is_node, launch)
+    flow_edges, launch_from_flows, disagree, unbound = link_flows(ev, kind, lane, ts, end, eid, is_node, launch)
     if len(launch_from_flows):
         launch = Edges(np.concatenate([launch.src, launch_from_flows.src]),
                        np.concatenate([launch.dst, launch_from_flows.dst]))
@@ -217,7 +217,7 @@ def build_payload(table: EventTable, step: Step = _noop) -> dict[str, Any]:
     return payload
 
 
-def _link_flows(ev: pd.DataFrame, kind: np.ndarray, lane: np.ndarray, ts: np.ndarray, end: np.ndarray,
+def link_flows(ev: pd.DataFrame, kind: np.ndarray, lane: np.ndarray, ts: np.ndarray, end: np.ndarray,
                 eid: np.ndarray, is_node: np.ndarray, launch: Edges
                 ) -> tuple[Edges, Edges, tuple[int, int], tuple[int, int]]:
     fl = np.flatnonzero(np.isin(kind, ("flow_start", "flow_end")) & (ev["flow_id"].to_numpy() >= 0))

@@ -62,12 +62,12 @@ def _device_kind(name: str) -> str:
 
 def read_clintercept(src: SourceBytes, doc: Any) -> EventTable:
     """Read a CLIntercept Chrome trace into an :class:`EventTable` (times in ns)."""
-    from opgraph.ingest.kineto import _events_to_table, _gc_paused
+    from opgraph.ingest.kineto import events_to_table, gc_paused
 
     if not isinstance(doc, list):
         raise OpgraphInputError(src.path, "a CLIntercept trace is a JSON array of events")
-    with _gc_paused():
-        table = _events_to_table(src, doc)
+    with gc_paused():
+        table = events_to_table(src, doc)
     ev = table.events
     table.health = [h for h in table.health if h.code != "unknown_category"]
     n = len(ev)
