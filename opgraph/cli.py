@@ -6,8 +6,10 @@ raw trace. Bad input prints one line and exits with code 2; never a traceback.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
+from contextvars import ContextVar
 from typing import Any, Callable
 
 import click
@@ -51,13 +53,76 @@ def main() -> None:
     """Profiler traces as a typed NetworkX DAG: build, inspect, analyse, export."""
 
 
-def load_input(path: str, fmt: str | None = None, label: str = "loading"):
-    """Load a saved graph or build one from a raw trace, with a progress bar on a TTY."""
+#: The ``--rank`` a single-rank command was given (None: not given).
+_RANK: ContextVar[int | None] = ContextVar("opgraph_rank", default=None)
+
+#: Commands that work on a whole multi-rank job graph and get no ``--rank`` option.
+JOB_COMMANDS = frozenset({"build", "info", "critical-path", "stragglers"})
+
+
+def load_input(path: str, fmt: str | None = None, label: str = "loading", job_ok: bool = False):
+    """Load a saved graph or build one from a raw trace, with a progress bar on a TTY.
+
+    A multi-rank job graph is returned whole only when ``job_ok``; otherwise the command's
+    ``--rank N`` selects that rank (:func:`opgraph.multirank.rank_subgraph`, the rank's own
+    clock), and without it the command stops with one line: a single-rank analysis over
+    several ranks' events at once would mix their steps, devices and threads."""
     from opgraph.graph.io import load_any
     from opgraph.progress import phase_progress
 
     with phase_progress(f"{label} {os.path.basename(path)}") as step:
-        return load_any(path, format=fmt, step=step)
+        G = load_any(path, format=fmt, step=step)
+    rank = _RANK.get()
+    job = G.graph.get("job")
+    if not isinstance(job, dict):
+        if rank is not None and not job_ok:
+            raise OpgraphInputError(path, f"--rank {rank}: this graph has one rank (--rank selects a rank of a "
+                                          "multi-rank job graph built by opgraph build DIR)")
+        return G
+    if job_ok:
+        return G
+    ranks = [int(r["rank"]) for r in job.get("ranks", [])]
+    full = [int(r["rank"]) for r in job.get("ranks", []) if r.get("full")]
+    if rank is None:
+        raise OpgraphInputError(path, f"is a multi-rank job graph (ranks {_fmt_ranks(ranks)}): pass --rank N "
+                                      f"(kept in full: {_fmt_ranks(full)}), or use critical-path / stragglers / "
+                                      "info for the whole job")
+    from opgraph.multirank import rank_subgraph
+
+    try:
+        return rank_subgraph(G, rank)
+    except KeyError as e:
+        raise OpgraphInputError(path, f"--rank {rank}: {e.args[0]} (kept in full: {_fmt_ranks(full)})") from None
+
+
+def _fmt_ranks(ranks: list[int]) -> str:
+    """``[0, 1, 2, 5]`` -> ``"0-2,5"``."""
+    out: list[str] = []
+    for r in sorted(set(ranks)):
+        if out and out[-1].split("-")[-1] == str(r - 1):
+            out[-1] = f"{out[-1].split('-')[0]}-{r}"
+        else:
+            out.append(str(r))
+    return ",".join(out) or "none"
+
+
+def _add_rank_option(cmd: click.Command) -> None:
+    """Give a single-rank command ``--rank N`` (see :func:`load_input`)."""
+    if any(p.name == "rank" for p in cmd.params):
+        return
+    cmd.params.append(click.Option(["--rank", "rank"], type=click.IntRange(min=0), default=None,
+                                   help="On a multi-rank job graph: analyse this rank (its own clock)."))
+    inner = cmd.callback
+
+    @functools.wraps(inner)
+    def callback(*args: Any, rank: int | None = None, **kwargs: Any) -> Any:
+        token = _RANK.set(rank)
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            _RANK.reset(token)
+
+    cmd.callback = callback
 
 
 def emit_json(doc: Any, schema: str | None = None) -> None:
@@ -194,7 +259,7 @@ def info(input: str, as_json: bool, fmt: str | None) -> None:
     """Counts, devices, streams, threads, iterations, span and trace health of INPUT."""
     from opgraph.analysis.info import trace_info
 
-    G = load_input(input, fmt)
+    G = load_input(input, fmt, job_ok=True)
     doc = trace_info(G)
     if as_json:
         emit_json(doc, "info.schema.json")
@@ -213,6 +278,9 @@ def _register_optional() -> None:
         except ModuleNotFoundError as e:
             if e.name != mod:
                 raise
+    for name, cmd in main.commands.items():
+        if name not in JOB_COMMANDS:
+            _add_rank_option(cmd)
 
 
 _register_optional()

@@ -50,7 +50,7 @@ def critical_path_cmd(input: str, window: str | None, as_json: bool, no_path: bo
     window of the step's slowest rank, with gpu_comm_wait naming the rank waited for."""
     from opgraph.analysis.critical_path import critical_path
 
-    G = load_input(input)
+    G = load_input(input, job_ok=True)
     if isinstance(G.graph.get("job"), dict):
         _crossrank(G, input, window, ranks, as_json, no_path, top)
         return

@@ -120,14 +120,23 @@ def write_trace(G: nx.DiGraph, path: str | Path, add_args: dict[int, dict[str, A
     """Write the trace of ``G`` (all original events, unchanged) to ``path`` (``.json`` or
     ``.json.gz``), merging ``add_args[eid]`` into event ``eid``'s args and appending
     ``extra_events`` (whose ``ts``/``dur`` are given in **ns** as ints and written as µs)."""
-    import gc
-
-    ev: pd.DataFrame = G.graph["events"]
     top: dict[str, Any] = dict(G.graph.get("trace_metadata") or {})
     if G.graph.get("device_properties"):
         top["deviceProperties"] = G.graph["device_properties"]
     if G.graph.get("distributed_info"):
         top["distributedInfo"] = G.graph["distributed_info"]
+    write_trace_doc(top, G.graph["events"], path, add_args, extra_events)
+
+
+def write_trace_doc(top: dict[str, Any], ev: pd.DataFrame, path: str | Path,
+                    add_args: dict[int, dict[str, Any]] | None = None,
+                    extra_events: list[dict[str, Any]] | None = None) -> None:
+    """Write ``{**top, "traceEvents": [...]}`` to ``path`` (``.json`` or ``.json.gz``): the
+    rows of the canonical event table ``ev`` (:func:`event_dicts`, ``add_args`` merged)
+    followed by ``extra_events`` (``ts``/``dur`` in integer **ns**, written as exact µs)."""
+    import gc
+
+    top = dict(top)
     was = gc.isenabled()
     gc.disable()
     try:

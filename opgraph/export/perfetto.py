@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import networkx as nx
 import numpy as np
@@ -99,18 +99,23 @@ def _us(ns: np.ndarray | int) -> Any:
 
 
 # --------------------------------------------------------------------------- args
-def critical_args(cp: CriticalPathResult) -> dict[int, dict[str, Any]]:
+def critical_args(cp: Any, categories: Sequence[str] = CATEGORIES) -> dict[int, dict[str, Any]]:
     """``opgraph.critical`` (True), ``opgraph.bound_by`` (the category of the event's
     largest critical segment; between equal segments, the category with more critical time
-    for the event) and ``opgraph.critical_us`` (its total time on the critical paths) per
-    event owning a critical-path segment."""
+    for the event) and ``opgraph.critical_us`` (its total time on the critical paths, µs) per
+    event owning a critical-path segment.
+
+    ``cp``: anything with ``windows`` holding ``path`` segments (a
+    :class:`~opgraph.analysis.critical_path.CriticalPathResult`, or the cross-rank
+    :class:`~opgraph.analysis.crossrank.CrossRankResult` with ``categories`` =
+    :data:`~opgraph.analysis.crossrank.CROSS_CATEGORIES`)."""
     segs = [s for w in cp.windows for s in w.path]
     if not segs:
         return {}
     n = len(segs)
     df = pd.DataFrame({
         "eid": np.fromiter((s.eid for s in segs), dtype=np.int64, count=n),
-        "cat": pd.Categorical([s.bound_by for s in segs], categories=list(CATEGORIES)),
+        "cat": pd.Categorical([s.bound_by for s in segs], categories=list(categories)),
         "dur": np.fromiter((s.end_ns - s.start_ns for s in segs), dtype=np.int64, count=n),
     })
     longest = df.groupby(["eid", "cat"], sort=False, observed=True)["dur"].agg(["sum", "max"]).reset_index()
@@ -230,7 +235,7 @@ class _SliceIndex:
         return min(max(t, lo + m), hi - m)
 
 
-def critical_crossings(ev: pd.DataFrame, cp: CriticalPathResult) -> pd.DataFrame:
+def critical_crossings(ev: pd.DataFrame, cp: Any) -> pd.DataFrame:
     """Consecutive critical-path segments whose events lie on different (pid, tid) lanes:
     columns ``src``, ``dst`` (event ids), ``t`` (the hand-over time, ns), ``bound_by`` (the
     category of the destination segment). One row per distinct (src, dst) pair."""
@@ -244,7 +249,7 @@ def critical_crossings(ev: pd.DataFrame, cp: CriticalPathResult) -> pd.DataFrame
     return df.drop_duplicates(["src", "dst"]).reset_index(drop=True)
 
 
-def critical_flows(ev: pd.DataFrame, cp: CriticalPathResult, first_id: int,
+def critical_flows(ev: pd.DataFrame, cp: Any, first_id: int,
                    index: _SliceIndex | None = None) -> list[dict[str, Any]]:
     """Flow events (v1 ``s``/``f`` pairs, ``bp: "e"``) for every critical-path hand-over
     between lanes. The ``s`` is placed inside the source slice and the ``f`` inside the

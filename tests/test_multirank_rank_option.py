@@ -1,0 +1,74 @@
+"""Single-rank commands on a multi-rank job graph: ``--rank N`` analyses that rank as the
+single-rank build of its file would; without it they stop with one line (a single-rank
+analysis over several ranks' events would mix their steps, devices and threads)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, _run_cli, assert_one_line_error
+from opgraph.cli import JOB_COMMANDS, _fmt_ranks, main
+
+FIX = ROOT / "fixtures" / "multirank" / "seq"
+
+
+@pytest.fixture(scope="module")
+def job(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("rankopt") / "job.gpickle"
+    r = _run_cli(["build", str(FIX), "-o", str(out), "--workers", "1", "--keep", "0,2"])
+    assert r.exit_code == 0, r.stderr
+    return out
+
+
+def test_every_single_rank_command_has_rank_option() -> None:
+    for name, cmd in main.commands.items():
+        has = any(p.name == "rank" for p in cmd.params)
+        assert has == (name not in JOB_COMMANDS), name
+
+
+@pytest.mark.parametrize("cmd", [["idle"], ["iterations"], ["summary"], ["breakdown", "--host"], ["overheads"]])
+def test_job_without_rank_is_one_line_error(job: Path, cmd: list[str]) -> None:
+    r = _run_cli([*cmd, str(job)])
+    assert_one_line_error(r, job, "multi-rank job graph", "--rank", "ranks 0-3", "kept in full: 0,2")
+
+
+@pytest.mark.parametrize("cmd", [["idle", "--json"], ["iterations", "--json"]])
+def test_rank_equals_single_rank_file(job: Path, cmd: list[str]) -> None:
+    """``--rank 2`` on the job gives exactly what the command gives on rank 2's file."""
+    a = _run_cli([*cmd, str(job), "--rank", "2"])
+    b = _run_cli([*cmd, str(FIX / "rank2.json")])
+    assert a.exit_code == 0 and b.exit_code == 0, (a.stderr, b.stderr)
+    da, db = json.loads(a.stdout), json.loads(b.stdout)
+    for d in (da, db):  # the input's name differs by construction
+        d.pop("source", None)
+        d.pop("input", None)
+    assert da == db
+
+
+def test_rank_not_kept_or_absent(job: Path) -> None:
+    r = _run_cli(["idle", str(job), "--rank", "1"])
+    assert_one_line_error(r, job, "--rank 1", "not kept in full", "kept in full: 0,2")
+    r = _run_cli(["idle", str(job), "--rank", "7"])
+    assert_one_line_error(r, job, "--rank 7", "not in this job")
+
+
+def test_rank_on_single_rank_graph(tmp_path: Path) -> None:
+    p = FIX / "rank0.json"
+    r = _run_cli(["idle", str(p), "--rank", "0"])
+    assert_one_line_error(r, p, "--rank 0", "one rank")
+
+
+def test_job_commands_still_take_the_whole_job(job: Path) -> None:
+    for cmd in (["info", "--json"], ["stragglers", "--json"], ["critical-path", "--json", "--no-path"]):
+        r = _run_cli([*cmd, str(job)])
+        assert r.exit_code == 0, (cmd, r.stderr)
+        assert json.loads(r.stdout)
+
+
+def test_fmt_ranks() -> None:
+    assert _fmt_ranks([0, 1, 2, 5, 7, 8]) == "0-2,5,7-8"
+    assert _fmt_ranks([3]) == "3"
+    assert _fmt_ranks([]) == "none"
