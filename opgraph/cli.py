@@ -28,6 +28,13 @@ class _Group(click.Group):
     """Turns every input error into one line + exit 2, and anything unexpected into one
     line + exit 1 (set OPGRAPH_DEBUG=1 for the traceback)."""
 
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        """Every command that analyses one rank gets ``--rank N`` (see :func:`load_input`),
+        however it was registered (also when ``python -m opgraph.cli`` imports twice)."""
+        super().add_command(cmd, name)
+        if (name or cmd.name) not in JOB_COMMANDS:
+            _add_rank_option(cmd)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
@@ -86,7 +93,7 @@ def load_input(path: str, fmt: str | None = None, label: str = "loading", job_ok
     if rank is None:
         raise OpgraphInputError(path, f"is a multi-rank job graph (ranks {_fmt_ranks(ranks)}): pass --rank N "
                                       f"(kept in full: {_fmt_ranks(full)}), or use critical-path / stragglers / "
-                                      "info for the whole job")
+                                      "info / export --perfetto for the whole job")
     from opgraph.multirank import rank_subgraph
 
     try:
@@ -278,9 +285,6 @@ def _register_optional() -> None:
         except ModuleNotFoundError as e:
             if e.name != mod:
                 raise
-    for name, cmd in main.commands.items():
-        if name not in JOB_COMMANDS:
-            _add_rank_option(cmd)
 
 
 _register_optional()

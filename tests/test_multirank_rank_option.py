@@ -72,3 +72,17 @@ def test_fmt_ranks() -> None:
     assert _fmt_ranks([0, 1, 2, 5, 7, 8]) == "0-2,5,7-8"
     assert _fmt_ranks([3]) == "3"
     assert _fmt_ranks([]) == "none"
+
+
+def test_rank_option_with_python_m(job: Path) -> None:
+    """``python -m opgraph.cli`` imports the CLI module twice; ``--rank`` is there too."""
+    from conftest import _run_subprocess
+
+    r = _run_subprocess(["idle", str(job), "--rank", "0", "--json"])
+    assert r.exit_code == 0, r.stderr
+    b = _run_cli(["idle", str(FIX / "rank0.json"), "--json"])
+    da, db = json.loads(r.stdout), json.loads(b.stdout)
+    for d in (da, db):
+        d.pop("source", None)
+        d.pop("input", None)
+    assert da == db

@@ -43,6 +43,9 @@ class Exporter:
     option: click.Option
     run: ExportFn
     suffixes: tuple[str, ...] = ()
+    #: Writes a whole multi-rank job graph (``G.graph["job"]``); formats without one need
+    #: ``--rank N`` on a job.
+    run_job: ExportFn | None = None
 
 
 EXPORTERS: dict[str, Exporter] = {}
@@ -62,9 +65,14 @@ def export_cmd(ctx: click.Context, input: str, fmt: str | None, **opts: Any) -> 
         path = str(opts[ex.name])
         if ex.suffixes and not path.endswith(ex.suffixes):
             raise OpgraphInputError(path, f"{ex.option.opts[0]} writes {' or '.join(ex.suffixes)} files")
-    G = load_input(input, fmt)
+    from opgraph.cli import _RANK
+
+    # a whole job only when no --rank was given and every requested format can write one
+    G = load_input(input, fmt, job_ok=_RANK.get() is None and all(ex.run_job for ex in wanted))
+    is_job = isinstance(G.graph.get("job"), dict)
     for ex in wanted:
-        msg = ex.run(G, str(opts[ex.name]), dict(opts, input=input))
+        run = ex.run_job if is_job and ex.run_job else ex.run
+        msg = run(G, str(opts[ex.name]), dict(opts, input=input))
         if msg:
             click.echo(msg, err=True)
 
@@ -78,12 +86,14 @@ def register_option(option: click.Option) -> None:
 
 
 def register_exporter(name: str, *param_decls: str, run: ExportFn, help: str,
-                      suffixes: tuple[str, ...] = (), metavar: str = "PATH") -> Exporter:
+                      suffixes: tuple[str, ...] = (), metavar: str = "PATH",
+                      run_job: ExportFn | None = None) -> Exporter:
     """Add an output format to ``opgraph export``: an option (``param_decls``, e.g.
-    ``"--dot"``) taking the output path, stored under ``name``, and ``run`` writing it."""
+    ``"--dot"``) taking the output path, stored under ``name``, and ``run`` writing it.
+    ``run_job`` writes a whole multi-rank job graph (without it, a job needs ``--rank``)."""
     opt = click.Option([*(param_decls or (f"--{name}",)), name], default=None, metavar=metavar,
                        type=str, help=help)
-    ex = Exporter(name, opt, run, tuple(suffixes))
+    ex = Exporter(name, opt, run, tuple(suffixes), run_job)
     export_cmd.params[:] = [p for p in export_cmd.params if p.name != name]
     export_cmd.params.append(opt)
     EXPORTERS[name] = ex
@@ -101,10 +111,28 @@ def _write_perfetto(G: nx.DiGraph, path: str, opts: dict[str, Any]) -> str:
             f"— open it in https://ui.perfetto.dev")
 
 
+def _write_perfetto_job(G: nx.DiGraph, path: str, opts: dict[str, Any]) -> str:
+    from opgraph.export.perfetto_job import export_perfetto_job
+
+    if opts.get("window"):
+        raise OpgraphInputError(str(opts.get("input")), "--window applies to one rank: a job's critical path is "
+                                "one cross-rank path per step (pass --rank N for a single-rank overlay)")
+    s = export_perfetto_job(G, path)
+    summ = s["summarised_ranks"]
+    return (f"{path}: {s['kept']} rank(s) in full, {s['events']:,} original events on the aligned clock + "
+            f"{s['collective_flows']:,} collective flows, {s['critical_flows']:,} critical-path flows, "
+            f"{s['counter_events']:,} counter samples; cross-rank critical path of {s['steps']} step(s)"
+            + (f"; summarised (collectives only): ranks {','.join(map(str, summ))}" if summ else "")
+            + " — open it in https://ui.perfetto.dev")
+
+
 register_option(click.Option(
     ["--window"], default=None,
     help="Critical-path windows: 'all' for the whole trace, or a regex matched against "
          "annotation/op names (default: each ProfilerStep#N, else the whole trace)."))
-register_exporter("perfetto", "--perfetto", run=_write_perfetto, suffixes=(".json", ".json.gz"),
+register_exporter("perfetto", "--perfetto", run=_write_perfetto, run_job=_write_perfetto_job,
+                  suffixes=(".json", ".json.gz"),
                   help="Chrome/Perfetto trace JSON (.json or .json.gz): the original events plus the "
-                       "critical path, idle blame, launch delays, GPU counters (docs/perfetto.md).")
+                       "critical path, idle blame, launch delays, GPU counters (docs/perfetto.md). On a "
+                       "multi-rank job graph without --rank: the whole job, one process group per rank "
+                       "(docs/multirank.md).")

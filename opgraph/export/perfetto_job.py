@@ -139,14 +139,12 @@ def remap_events(G: nx.DiGraph) -> tuple[pd.DataFrame, dict[int, RankLayout], in
         lo, hi = int(row["node_offset"]), int(row["node_offset"]) + int(row["n_events"])
         c = codes[lo:hi]
         ok = c >= 0
-        nc, first = pd.factorize(norm[c[ok]]) if ok.any() else (np.empty(0, np.int64), np.empty(0, object))
+        nc, _ = pd.factorize(norm[c[ok]]) if ok.any() else (np.empty(0, np.int64), np.empty(0, object))
         idx = np.full(hi - lo, -1, dtype=np.int64)
         idx[ok] = nc
-        # keep each distinct pid's first raw spelling (an int stays an int)
-        raw = {}
-        for v in pid[lo:hi][ok].tolist():
-            raw.setdefault(_k(v), v)
-        local[int(row["rank"])] = (idx, [raw[_k(p)] for p in list(first)])
+        # each distinct pid as first spelled (an int stays an int, a digit string a string)
+        _, at = np.unique(nc, return_index=True)
+        local[int(row["rank"])] = (idx, pid[lo:hi][ok][at].tolist())
     n_local = max((len(p) for _, p in local.values()), default=0)
     stride = pid_stride([int(r["rank"]) for r in rows], n_local)
     new_pid = np.full(len(ev), None, dtype=object)
@@ -259,8 +257,8 @@ def summarised_slices(coll: pd.DataFrame, w: pd.DataFrame, layouts: dict[int, Ra
                       ) -> tuple[list[dict[str, Any]], dict[tuple[int, int], tuple[int, int, int, int]]]:
     """For ranks not kept in full: one ``X`` slice per collective kernel of their rows in
     the collective table (aligned ns), in process ``pid_base`` with one thread per (device,
-    stream), plus their names. Returns the events and, per (rank, collective-table row
-    ``node``-less key = ``(rank, coll_id)``), the slice's ``(pid, tid, ts, end)``."""
+    stream), plus their names. Returns the events (``ts``/``dur`` in ns) and, per matched
+    kernel ``(rank, coll_id)``, its slice's ``(pid, tid, ts, end)``."""
     summ = [r for r, lay in layouts.items() if not lay.full]
     out: list[dict[str, Any]] = []
     where: dict[tuple[int, int], tuple[int, int, int, int]] = {}
@@ -305,8 +303,8 @@ def collective_flows(ev: pd.DataFrame, w: pd.DataFrame, idx: _SliceIndex, first_
                      summarised: dict[tuple[int, int], tuple[int, int, int, int]]) -> list[dict[str, Any]]:
     """One v1 flow (``s``/``f``, cat :data:`COLL_FLOW_CAT`, ``bp: "e"``) per matched
     collective and participant other than the last-arriving rank: from the last rank's
-    kernel, near its start (the last arrival), into the participant's kernel at the last
-    arrival (the end of its wait). Kernels of ranks not kept in full are their
+    kernel, near its start (the last arrival), into the participant's kernel at the same
+    time (the end of its wait; clamped into the kernel). Kernels of ranks not kept in full are their
     :func:`summarised_slices`; a participant with neither is skipped. ``ts`` in ns."""
     if not len(w):
         return []
@@ -331,7 +329,7 @@ def collective_flows(ev: pd.DataFrame, w: pd.DataFrame, idx: _SliceIndex, first_
             continue
         lr, ln = lasts[cid]
         src = point(lr, cid, ln, lt)
-        dst = point(r, cid, n, lt)
+        dst = point(r, cid, n, src[2]) if src is not None else None
         if src is None or dst is None:
             continue
         a = {"coll_id": cid, "last_rank": lr, "to_rank": r}
@@ -348,8 +346,8 @@ def path_tracks(cr: CrossRankResult, pid: int) -> list[dict[str, Any]]:
     """The process ``opgraph — cross-rank critical path``: one thread per step (tid = its
     position + 1, named ``ProfilerStep#N (window of rank r)``) whose ``X`` slices are the
     step's path segments, named by category (``args``: ``opgraph.rank``,
-    ``opgraph.event``, ``opgraph.eid``, ``opgraph.step`` and, for waits, ``opgraph.
-    wait_for_rank``). The segments tile the step's window, so their durations sum to the
+    ``opgraph.event``, ``opgraph.step``, ``opgraph.coll_id`` on collective kernels and, for
+    waits, ``opgraph.wait_for_rank``). The segments tile the step's window, so their durations sum to the
     path length. ``ts``/``dur`` in ns."""
     out: list[dict[str, Any]] = [
         {"ph": "M", "name": "process_name", "pid": pid, "args": {"name": f"opgraph {_DASH} cross-rank critical path"}},
@@ -361,7 +359,7 @@ def path_tracks(cr: CrossRankResult, pid: int) -> list[dict[str, Any]]:
                     "args": {"name": f"{w.name} (window of rank {w.window_rank})"}})
         for s in w.path:
             a: dict[str, Any] = {ARG_PREFIX + "step": w.step, ARG_PREFIX + "rank": getattr(s, "rank", 0),
-                                 ARG_PREFIX + "event": s.name, ARG_PREFIX + "eid": s.eid}
+                                 ARG_PREFIX + "event": s.name}
             if getattr(s, "wait_for_rank", None) is not None:
                 a[ARG_PREFIX + "wait_for_rank"] = s.wait_for_rank
             if getattr(s, "coll_id", None) is not None:
