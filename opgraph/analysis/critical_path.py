@@ -132,6 +132,23 @@ class WindowPath:
         return d
 
 
+def summarize_windows(windows: list[Any], categories: tuple[str, ...]) -> dict[str, Any]:
+    """Totals over windows (anything with ``breakdown_ns``, ``length_ns``, ``span_ns``):
+    span and path length (µs), the breakdown per category (µs and % of the length) and the
+    category that bounds the whole."""
+    tot = {c: 0 for c in categories}
+    length = span = 0
+    for w in windows:
+        for c, v in w.breakdown_ns.items():
+            tot[c] += v
+        length += w.length_ns
+        span += w.span_ns
+    return {"windows": len(windows), "span_us": span / 1000.0, "length_us": length / 1000.0,
+            "breakdown_us": {c: v / 1000.0 for c, v in tot.items()},
+            "breakdown_pct": {c: (100.0 * v / length if length else 0.0) for c, v in tot.items()},
+            "bound": max(tot, key=lambda c: tot[c]) if length else "other"}
+
+
 @dataclass
 class CriticalPathResult:
     """Critical paths of all windows of a graph."""
@@ -140,17 +157,7 @@ class CriticalPathResult:
     window_mode: str
 
     def summary(self) -> dict[str, Any]:
-        tot = {c: 0 for c in CATEGORIES}
-        length = span = 0
-        for w in self.windows:
-            for c, v in w.breakdown_ns.items():
-                tot[c] += v
-            length += w.length_ns
-            span += w.span_ns
-        return {"windows": len(self.windows), "span_us": span / 1000.0, "length_us": length / 1000.0,
-                "breakdown_us": {c: v / 1000.0 for c, v in tot.items()},
-                "breakdown_pct": {c: (100.0 * v / length if length else 0.0) for c, v in tot.items()},
-                "bound": max(tot, key=lambda c: tot[c]) if length else "other"}
+        return summarize_windows(self.windows, CATEGORIES)
 
     def to_dict(self, with_path: bool = True) -> dict[str, Any]:
         return {"window_mode": self.window_mode, "summary": self.summary(),

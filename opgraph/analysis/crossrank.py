@@ -42,7 +42,7 @@ import pandas as pd
 
 from opgraph.analysis.arrays import GraphArrays
 from opgraph.analysis.critical_path import (CATEGORIES, BoundaryDAG, ExtraEdges, PathSegment, WindowPath,
-                                            boundary_dag, walk_back)
+                                            boundary_dag, summarize_windows, walk_back)
 from opgraph.analysis.stragglers import job_info, kernel_waits
 
 #: Categories of the cross-rank path: the single-rank ones plus ``gpu_comm_wait``.
@@ -160,17 +160,7 @@ class CrossRankResult:
     window_mode = "steps:cross-rank"
 
     def summary(self) -> dict[str, Any]:
-        tot = {c: 0 for c in CROSS_CATEGORIES}
-        length = span = 0
-        for w in self.steps:
-            for c, v in w.breakdown_ns.items():
-                tot[c] += v
-            length += w.length_ns
-            span += w.span_ns
-        return {"windows": len(self.steps), "span_us": span / 1000.0, "length_us": length / 1000.0,
-                "breakdown_us": {c: v / 1000.0 for c, v in tot.items()},
-                "breakdown_pct": {c: (100.0 * v / length if length else 0.0) for c, v in tot.items()},
-                "bound": max(tot, key=lambda c: tot[c]) if length else "other"}
+        return summarize_windows(self.steps, CROSS_CATEGORIES)
 
     def to_dict(self, with_path: bool = True) -> dict[str, Any]:
         """JSON-ready (schemas/critical-path.schema.json, cross-rank form; µs)."""

@@ -108,38 +108,55 @@ def render_critical_path(res, console: Console, top: int = 8) -> None:
     from opgraph.analysis.critical_path import CATEGORIES
 
     for w in res.windows:
-        t = Table(title=f"{w.name}: span {w.span_ns / 1e3:,.1f} µs, critical path {w.length_ns / 1e3:,.1f} µs, "
-                        f"bound by {w.bound}", title_justify="left")
-        t.add_column("bound_by")
-        t.add_column("µs", justify="right")
-        t.add_column("%", justify="right")
-        t.add_column("")
-        b, p = w.breakdown_ns, w.breakdown_pct
-        for c in CATEGORIES:
-            if b[c]:
-                t.add_row(c, f"{b[c] / 1e3:,.1f}", f"{p[c]:.1f}", _pct_bar(p[c]))
-        console.print(t)
-        for label, rows in (("top ops on the path", w.top(False, top)), ("top kernels on the path", w.top(True, top))):
-            if rows:
-                tt = Table(title=label, title_justify="left", show_header=True)
-                tt.add_column("kind")
-                tt.add_column("name", max_width=90, overflow="ellipsis")
-                tt.add_column("µs", justify="right")
-                tt.add_column("%", justify="right")
-                for r in rows:
-                    tt.add_row(r["kind"], r["name"], f"{r['time_us']:,.1f}", f"{r['pct']:.1f}")
-                console.print(tt)
-    s = res.summary()
-    t = Table(title=f"Summary over {s['windows']} window(s) ({res.window_mode}): bound by {s['bound']}",
-              title_justify="left")
+        console.print(path_breakdown_table(
+            f"{w.name}: span {w.span_ns / 1e3:,.1f} µs, critical path {w.length_ns / 1e3:,.1f} µs, bound by {w.bound}",
+            w.breakdown_ns, w.breakdown_pct, CATEGORIES))
+        print_top_on_path(w, console, top)
+    console.print(path_summary_table(
+        f"Summary over {{windows}} window(s) ({res.window_mode}): bound by {{bound}}", res.summary(), CATEGORIES,
+        "total (= span)"))
+
+
+def path_breakdown_table(title: str, b_ns: dict[str, int], pct: dict[str, float], categories: tuple[str, ...]
+                         ) -> Table:
+    """One critical-path window's time per category (µs, % of the path, bar)."""
+    t = Table(title=title, title_justify="left")
     t.add_column("bound_by")
     t.add_column("µs", justify="right")
     t.add_column("%", justify="right")
-    for c in CATEGORIES:
+    t.add_column("")
+    for c in categories:
+        if b_ns[c]:
+            t.add_row(c, f"{b_ns[c] / 1e3:,.1f}", f"{pct[c]:.1f}", _pct_bar(pct[c]))
+    return t
+
+
+def print_top_on_path(w: Any, console: Console, top: int) -> None:
+    """The ops and the kernels holding most of a window's path (``w.top(device, n)`` rows)."""
+    for label, rows in (("top ops on the path", w.top(False, top)), ("top kernels on the path", w.top(True, top))):
+        if rows:
+            tt = Table(title=label, title_justify="left", show_header=True)
+            tt.add_column("kind")
+            tt.add_column("name", max_width=90, overflow="ellipsis")
+            tt.add_column("µs", justify="right")
+            tt.add_column("%", justify="right")
+            for r in rows:
+                tt.add_row(r["kind"], r["name"], f"{r['time_us']:,.1f}", f"{r['pct']:.1f}")
+            console.print(tt)
+
+
+def path_summary_table(title: str, s: dict[str, Any], categories: tuple[str, ...], total_label: str) -> Table:
+    """The summary of :func:`opgraph.analysis.critical_path.summarize_windows` (µs, %);
+    ``title`` may use ``{windows}`` and ``{bound}``."""
+    t = Table(title=title.format(windows=s["windows"], bound=s["bound"]), title_justify="left")
+    t.add_column("bound_by")
+    t.add_column("µs", justify="right")
+    t.add_column("%", justify="right")
+    for c in categories:
         if s["breakdown_us"][c]:
             t.add_row(c, f"{s['breakdown_us'][c]:,.1f}", f"{s['breakdown_pct'][c]:.1f}")
-    t.add_row("total (= span)", f"{s['length_us']:,.1f}", "100.0")
-    console.print(t)
+    t.add_row(total_label, f"{s['length_us']:,.1f}", "100.0")
+    return t
 
 
 def render_idle(res, console: Console, top: int = 15) -> None:

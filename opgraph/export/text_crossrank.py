@@ -8,11 +8,7 @@ from rich.table import Table
 
 from opgraph.analysis.crossrank import CROSS_CATEGORIES, CrossRankResult
 from opgraph.analysis.stragglers import StragglerReport
-
-
-def _bar(pct: float, width: int = 30) -> str:
-    n = int(round(pct / 100.0 * width))
-    return "█" * n
+from opgraph.export.text import path_breakdown_table, path_summary_table, print_top_on_path
 
 
 def render_crossrank_path(res: CrossRankResult, console: Console, top: int = 8) -> None:
@@ -21,18 +17,10 @@ def render_crossrank_path(res: CrossRankResult, console: Console, top: int = 8) 
         console.print(f"[yellow]note:[/yellow] {note}")
     for w in res.steps:
         ranks = " → ".join(str(r) for r in w.ranks_on_path) or "-"
-        t = Table(title=f"{w.name}: slowest rank {w.window_rank}, span {w.span_ns / 1e3:,.1f} µs, critical path "
-                        f"{w.length_ns / 1e3:,.1f} µs through ranks {ranks}, bound by {w.bound}",
-                  title_justify="left")
-        t.add_column("bound_by")
-        t.add_column("µs", justify="right")
-        t.add_column("%", justify="right")
-        t.add_column("")
-        b, p = w.breakdown_ns, w.breakdown_pct
-        for c in CROSS_CATEGORIES:
-            if b[c]:
-                t.add_row(c, f"{b[c] / 1e3:,.1f}", f"{p[c]:.1f}", _bar(p[c]))
-        console.print(t)
+        console.print(path_breakdown_table(
+            f"{w.name}: slowest rank {w.window_rank}, span {w.span_ns / 1e3:,.1f} µs, critical path "
+            f"{w.length_ns / 1e3:,.1f} µs through ranks {ranks}, bound by {w.bound}",
+            w.breakdown_ns, w.breakdown_pct, CROSS_CATEGORIES))
         byr = w.breakdown_by_rank_ns()
         if len(byr) > 1:
             tr = Table(title="path time per rank", title_justify="left")
@@ -58,28 +46,11 @@ def render_crossrank_path(res: CrossRankResult, console: Console, top: int = 8) 
                            ", ".join(f"{k}: {x / 1e3:,.1f}" for k, x in sorted(v["for_rank_ns"].items(),
                                                                               key=lambda kv: -kv[1])))
             console.print(tw)
-        for label, rows in (("top ops on the path", w.top(False, top)), ("top kernels on the path", w.top(True, top))):
-            if rows:
-                tt = Table(title=label, title_justify="left")
-                tt.add_column("kind")
-                tt.add_column("name", max_width=90, overflow="ellipsis")
-                tt.add_column("µs", justify="right")
-                tt.add_column("%", justify="right")
-                for r in rows:
-                    tt.add_row(r["kind"], r["name"], f"{r['time_us']:,.1f}", f"{r['pct']:.1f}")
-                console.print(tt)
-    s = res.summary()
-    t = Table(title=f"Summary over {s['windows']} step(s), ranks {','.join(map(str, res.ranks))}"
-                    + (f" (summarised: {','.join(map(str, res.summarised))})" if res.summarised else "")
-                    + f": bound by {s['bound']}", title_justify="left")
-    t.add_column("bound_by")
-    t.add_column("µs", justify="right")
-    t.add_column("%", justify="right")
-    for c in CROSS_CATEGORIES:
-        if s["breakdown_us"][c]:
-            t.add_row(c, f"{s['breakdown_us'][c]:,.1f}", f"{s['breakdown_pct'][c]:.1f}")
-    t.add_row("total (= slowest ranks' spans)", f"{s['length_us']:,.1f}", "100.0")
-    console.print(t)
+        print_top_on_path(w, console, top)
+    summarised = f" (summarised: {','.join(map(str, res.summarised))})" if res.summarised else ""
+    console.print(path_summary_table(
+        f"Summary over {{windows}} step(s), ranks {','.join(map(str, res.ranks))}{summarised}: bound by {{bound}}",
+        res.summary(), CROSS_CATEGORIES, "total (= slowest ranks' spans)"))
 
 
 def render_stragglers(rep: StragglerReport, console: Console, top: int = 15) -> None:
