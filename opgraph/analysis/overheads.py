@@ -93,6 +93,36 @@ class OverheadParams:
                 "step_regex": self.step_regex}
 
 
+@dataclass
+class OpSelection:
+    """The top-level ops an overheads analysis walks: outside data loading, starting in the
+    analysis window, ordered by thread then start (positions into the frame)."""
+
+    window: Any
+    hierarchy: Any
+    top: np.ndarray      # per position: its outermost op's position, or -1
+    ops: np.ndarray      # positions of the selected ops, in walk order
+    op_ok: np.ndarray    # bool per position: selected op
+
+
+def select_ops(f: GraphFrame, p: OverheadParams, window: Any = None) -> OpSelection:
+    """Shared by :func:`overhead_samples` and the ET predictor's profile tables."""
+    w = window if window is not None else analysis_window(f, p.step_regex, p.data_markers)
+    hh = host_hierarchy(f)  # CPU ops, annotations and runtime calls; no python frames
+    parent = hh.parent
+    is_op, top = outermost_ops(f, p.module_markers)
+    # data-loading subtrees
+    in_dl = np.zeros(len(f), dtype=bool)
+    in_dl[w.data_nodes] = True
+    for lvl in hh.levels[1:]:
+        in_dl[lvl] |= in_dl[parent[lvl]]
+    ops = np.flatnonzero(is_op & ~in_dl & (f.ts >= w.start) & (f.ts < w.end))
+    ops = ops[np.lexsort((ops, f.ts[ops], f.lane[ops]))]
+    op_ok = np.zeros(len(f), dtype=bool)
+    op_ok[ops] = True
+    return OpSelection(w, hh, top, ops, op_ok)
+
+
 def overhead_samples(G: nx.DiGraph | GraphFrame, params: OverheadParams | None = None,
                      window: Window | None = None, with_shapes: bool = False) -> tuple[pd.DataFrame, pd.DataFrame, Window]:
     """Raw T1-T5 samples.
@@ -116,19 +146,9 @@ def overhead_samples(G: nx.DiGraph | GraphFrame, params: OverheadParams | None =
     """
     p = params or OverheadParams()
     f = frame_of(G)
-    w = window if window is not None else analysis_window(f, p.step_regex, p.data_markers)
-    hh = host_hierarchy(f)  # CPU ops, annotations and runtime calls; no python frames
+    sel = select_ops(f, p, window)
+    w, hh, top, ops, op_ok = sel.window, sel.hierarchy, sel.top, sel.ops, sel.op_ok
     parent = hh.parent
-    is_op, top = outermost_ops(f, p.module_markers)
-    # data-loading subtrees
-    in_dl = np.zeros(len(f), dtype=bool)
-    in_dl[w.data_nodes] = True
-    for lvl in hh.levels[1:]:
-        in_dl[lvl] |= in_dl[parent[lvl]]
-    ops = np.flatnonzero(is_op & ~in_dl & (f.ts >= w.start) & (f.ts < w.end))
-    ops = ops[np.lexsort((ops, f.ts[ops], f.lane[ops]))]
-    op_ok = np.zeros(len(f), dtype=bool)
-    op_ok[ops] = True
     # launches: leaf runtime calls with a launch API name under an op in scope
     n_children = np.bincount(parent[parent >= 0], minlength=len(f))
     api = set(p.launch_apis)

@@ -145,7 +145,6 @@ def build_payload(table: EventTable, step: Step = _noop) -> dict[str, Any]:
 
     # --- launches by correlation ---
     rt = np.flatnonzero(is_rt)
-    pid_obj = ev["pid"].to_numpy(dtype=object)
     launch, unlinked, n_coll, coll_ex = link_launches(
         eid[rt], corr[rt], pid_codes[rt], ts[rt], eid[act], corr[act], ts[act])
     if n_coll:

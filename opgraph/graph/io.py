@@ -391,11 +391,6 @@ def load_any(path: str | Path, format: str | None = None, step=None) -> nx.DiGra
     """A graph from a saved graph (``.gpickle``, node-link JSON) or any raw trace.
 
     ``format`` forces a trace format; ``step(phase)`` reports progress."""
-    from opgraph.graph.build import build_graph
-    from opgraph.ingest import detect_format, read_trace_doc
-    from opgraph.ingest.kineto import parse_json
-    from opgraph.ingest.source import SQLITE_MAGIC, read_source
-
     import gc
 
     was = gc.isenabled()
@@ -414,7 +409,6 @@ def load_any(path: str | Path, format: str | None = None, step=None) -> nx.DiGra
 def read_input(path: str | Path, format: str | None = None, step=None):
     """A saved graph (``nx.DiGraph``) or, for a raw trace, its :class:`EventTable`."""
     from opgraph.ingest import detect_format, read_trace_doc
-    from opgraph.ingest.kineto import parse_json
     from opgraph.ingest.source import SQLITE_MAGIC, read_source
 
     step = step or (lambda _p: None)

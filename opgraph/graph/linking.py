@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from opgraph.ingest.table import NONE_ID
 
 #: Runtime APIs that enqueue device work (CUDA, driver, HIP).
 LAUNCH_API_RE = re.compile(

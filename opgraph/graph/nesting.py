@@ -50,7 +50,6 @@ def nest_sweep(lane: np.ndarray, start: np.ndarray, end: np.ndarray,
     s_l = start[order].tolist()
     e_l = end[order].tolist()
     cp_l = can_parent[order].tolist() if can_parent is not None else None
-    order_l = order.tolist()
     par = [-1] * n
     cross: list[int] = []
     tol = tolerance_ns

@@ -9,7 +9,6 @@ back out as an ordinary single-rank graph.
 
 from __future__ import annotations
 
-import gzip
 import os
 import struct
 from dataclasses import dataclass, field

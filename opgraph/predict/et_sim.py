@@ -57,7 +57,7 @@ import pandas as pd
 from opgraph.errors import OpgraphInputError
 from opgraph.predict.kernel_models import (
     Activity, KernelLookup, LookupEntry, MicrobenchProfile, Peaks, RooflineCalibration, embedding_backward_us,
-    embedding_forward_us, op_class, read_json_file, shape_key, tbe_backward_key, tbe_kind, tbe_params,
+    embedding_forward_us, op_class, read_json, read_json_file, shape_key, tbe_backward_key, tbe_kind, tbe_params,
 )
 
 #: Launch APIs that always make the CPU wait for the device.
@@ -189,33 +189,8 @@ def et_ops(path: str, doc: Any, module_markers: tuple[str, ...] | None = None,
 def load_et(path: str) -> EtWalk:
     """Read an ET file (``.json`` / ``.json.gz``) and select its top-level ops; bad input is
     an :class:`OpgraphInputError` naming the file."""
-    doc = _read_any_json(path, "execution trace")
+    doc = read_json(path, "execution trace")
     return et_ops(path, doc)
-
-
-def _read_any_json(path: str, what: str) -> Any:
-    import gzip
-    from pathlib import Path
-
-    import orjson
-
-    try:
-        raw = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise OpgraphInputError(path, f"{what}: no such file") from None
-    except IsADirectoryError:
-        raise OpgraphInputError(path, f"{what}: is a directory") from None
-    except OSError as e:
-        raise OpgraphInputError(path, f"{what}: cannot read ({e.strerror})") from None
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as e:
-            raise OpgraphInputError(path, f"{what}: corrupt gzip ({e})") from None
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError as e:
-        raise OpgraphInputError(path, f"{what}: not valid JSON ({e})") from None
 
 
 # --------------------------------------------------------------------------- overheads

@@ -553,9 +553,9 @@ class KernelLookup:
 
 
 # --------------------------------------------------------------------------- load / save
-def read_json_file(path: str, schema: str, what: str) -> dict[str, Any]:
-    """Read a (optionally gzipped) JSON file and validate it against ``schemas/<schema>``;
-    every failure is an :class:`OpgraphInputError` naming the file and the problem."""
+def read_json(path: str, what: str) -> Any:
+    """Read a (optionally gzipped) JSON file; every failure is an
+    :class:`OpgraphInputError` naming the file, ``what`` it is, and the problem."""
     import gzip
 
     try:
@@ -572,9 +572,14 @@ def read_json_file(path: str, schema: str, what: str) -> dict[str, Any]:
         except (OSError, EOFError) as e:
             raise OpgraphInputError(path, f"{what}: corrupt gzip ({e})") from None
     try:
-        doc = orjson.loads(raw)
+        return orjson.loads(raw)
     except orjson.JSONDecodeError as e:
         raise OpgraphInputError(path, f"{what}: not valid JSON ({e})") from None
+
+
+def read_json_file(path: str, schema: str, what: str) -> dict[str, Any]:
+    """:func:`read_json`, then validated against ``schemas/<schema>`` (one-line errors)."""
+    doc = read_json(path, what)
     from opgraph.schemas_util import validation_error
 
     err = validation_error(doc, schema)

@@ -22,9 +22,9 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
-from opgraph.analysis.breakdown import host_hierarchy, input_dims, outermost_ops
-from opgraph.analysis.iterations import K_KERNEL, K_MEMCPY, K_MEMSET, K_RUNTIME, GraphFrame, Window, analysis_window, frame_of
-from opgraph.analysis.overheads import OverheadParams
+from opgraph.analysis.breakdown import input_dims
+from opgraph.analysis.iterations import K_KERNEL, K_MEMCPY, K_MEMSET, K_RUNTIME, GraphFrame, Window, frame_of
+from opgraph.analysis.overheads import OverheadParams, select_ops
 from opgraph.predict.kernel_models import (
     Activity, ApiTiming, KernelLookup, LookupEntry, RooflineCalibration, device_peaks, fit_classes, op_class,
     roofline_bound_ns, shape_key,
@@ -87,18 +87,9 @@ def profile_ops(G: nx.DiGraph | GraphFrame, params: OverheadParams | None = None
     transfer time and not how late the other ranks of the profiled run arrived."""
     p = params or OverheadParams()
     f = frame_of(G)
-    w = window if window is not None else analysis_window(f, p.step_regex, p.data_markers)
-    hh = host_hierarchy(f)
+    sel = select_ops(f, p, window)
+    w, hh, top, ops, op_ok = sel.window, sel.hierarchy, sel.top, sel.ops, sel.op_ok
     parent = hh.parent
-    is_op, top = outermost_ops(f, p.module_markers)
-    in_dl = np.zeros(len(f), dtype=bool)
-    in_dl[w.data_nodes] = True
-    for lvl in hh.levels[1:]:
-        in_dl[lvl] |= in_dl[parent[lvl]]
-    ops = np.flatnonzero(is_op & ~in_dl & (f.ts >= w.start) & (f.ts < w.end))
-    ops = ops[np.lexsort((ops, f.ts[ops], f.lane[ops]))]
-    op_ok = np.zeros(len(f), dtype=bool)
-    op_ok[ops] = True
     nodes = f.G._node
     shapes = [shape_key(input_dims(a) if isinstance(a := nodes[i].get("args"), dict) else None)
               for i in f.node[ops].tolist()]

@@ -56,7 +56,7 @@ def build_records(start_us: int = 1_000) -> tuple[list[dict[str, Any]], dict[str
         return r
 
     def enqueue(call: str, exec_us: int, **kw: Any) -> dict[str, Any]:
-        nonlocal dev_free, t
+        nonlocal dev_free
         t0 = t
         queued = t0 + 3_000
         submit = queued + 4_000
