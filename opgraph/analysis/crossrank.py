@@ -179,22 +179,16 @@ def node_ranks(G: nx.DiGraph, a: GraphArrays) -> np.ndarray:
 
 
 def parse_ranks(spec: str | None) -> list[int] | None:
-    """``None`` / ``"all"`` -> None (every rank); ``"0,3"`` -> [0, 3]. ValueError otherwise."""
+    """``None`` / ``"all"`` -> None (every rank); ``"0,3"`` / ``"0-2,5"`` -> sorted ranks
+    (the syntax of ``opgraph build --keep``). ValueError otherwise."""
+    from opgraph.multirank.job import parse_rank_set
+
     if spec is None or spec.strip().lower() == "all":
         return None
-    out = []
-    for part in spec.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        if "-" in part:
-            lo, hi = part.split("-", 1)
-            out.extend(range(int(lo), int(hi) + 1))
-        else:
-            out.append(int(part))
-    if not out:
-        raise ValueError(f"--ranks {spec!r}: no rank given")
-    return sorted(set(out))
+    try:
+        return sorted(parse_rank_set(spec))
+    except ValueError:
+        raise ValueError(f"--ranks {spec!r}: expected all or ranks like 0,3,5-7") from None
 
 
 def _positions(a: GraphArrays, nodes: np.ndarray) -> np.ndarray:
