@@ -25,10 +25,9 @@ the path leaves a waiting kernel through the collective edge at ``L``, so waits 
 path are zero; they appear when the last rank is not analysed (``--ranks``) or not kept in
 full: such ranks are seen only through their rows of the job's collective table.
 
-Inferred stream joins (:func:`inferred_joins`): without ``cuda_sync`` events a trace does
-not record that a compute stream waited for the NCCL stream, so such waits would read as
-launch overhead and the path would never reach the collective; they are added as
-``end(collective) -> start(activity)`` edges (``kernel_gap``) under strict conditions.
+Unrecorded stream joins (a compute stream waiting for the NCCL stream, which Kineto
+records only with ``cuda_sync`` events) are ``event_wait`` edges of the graph itself,
+inferred by the builder (:func:`opgraph.graph.build.infer_stream_joins`).
 """
 
 from __future__ import annotations
@@ -41,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from opgraph.analysis.arrays import GraphArrays
-from opgraph.analysis.critical_path import (CATEGORIES, BoundaryDAG, ExtraEdges, PathSegment, WindowPath,
+from opgraph.analysis.critical_path import (CATEGORIES, ExtraEdges, PathSegment, WindowPath,
                                             boundary_dag, summarize_windows, walk_back)
 from opgraph.analysis.stragglers import job_info, kernel_waits
 
@@ -51,14 +50,6 @@ _GPU_COMM = CATEGORIES.index("gpu_comm")
 #: Tie priority of collective edges: below spans and program order (3), so a kernel that
 #: ties for last arrival keeps the path on its own rank.
 COLLECTIVE_PRIO = 1
-#: Inferred stream joins: an activity that started at least this long (ns) after its launch
-#: call began, on a free stream, ...
-JOIN_MIN_DELAY_NS = 50_000
-#: ... and at most this long (ns) after a collective kernel of its rank and device ended on
-#: another stream, waited for that collective (an unrecorded cudaStreamWaitEvent).
-JOIN_MAX_GAP_NS = 20_000
-_KERNEL_GAP = CATEGORIES.index("kernel_gap")
-_LAUNCH = CATEGORIES.index("launch_overhead")
 
 
 @dataclass(frozen=True)
@@ -228,7 +219,7 @@ def _step_table(job: dict[str, Any], a: GraphArrays, rank_of: np.ndarray, ranks:
 
 
 def crossrank_critical_path(G: nx.DiGraph, ranks: Sequence[int] | None = None,
-                            arr: GraphArrays | None = None, infer_joins: bool = True) -> CrossRankResult:
+                            arr: GraphArrays | None = None) -> CrossRankResult:
     """Cross-rank critical path of every step of a job graph (see the module doc).
 
     Parameters
@@ -241,9 +232,6 @@ def crossrank_critical_path(G: nx.DiGraph, ranks: Sequence[int] | None = None,
         edges to other ranks are dropped; waits for them become ``gpu_comm_wait``.
     arr : GraphArrays, optional
         Precomputed arrays of ``G``.
-    infer_joins : bool
-        Add inferred stream joins (:func:`inferred_joins`): without ``cuda_sync`` events a
-        trace does not record that a compute stream waited for the NCCL stream.
 
     Returns
     -------
@@ -290,20 +278,6 @@ def crossrank_critical_path(G: nx.DiGraph, ranks: Sequence[int] | None = None,
     extra = ExtraEdges(2 * cs, 2 * cd + 1, np.full(len(cs), _GPU_COMM, np.int8), cd,
                        np.full(len(cs), COLLECTIVE_PRIO, np.int8))
     d = boundary_dag(G, a, extra=extra)
-    joins = 0
-    if infer_joins:
-        js, jd = inferred_joins(d, a, rank_of, job["collectives"], keep)
-        joins = len(js)
-        if joins:
-            extra = ExtraEdges(np.concatenate([extra.src, 2 * js + 1]), np.concatenate([extra.dst, 2 * jd]),
-                               np.concatenate([extra.cat, np.full(joins, _KERNEL_GAP, np.int8)]),
-                               np.concatenate([extra.own, jd]),
-                               np.concatenate([extra.prio, np.full(joins, 2, np.int8)]))
-            d = boundary_dag(G, a, extra=extra)
-            notes.append(f"{joins} inferred stream join(s): device activities that started on a free stream long "
-                         "after their launch, just after a collective kernel of the same device ended, are taken "
-                         "to have waited for it (docs/multirank.md)")
-
     # waits of every collective kernel (all ranks, from the table)
     waits = kernel_waits(job["collectives"])
     wpos = _positions(a, waits["node"].to_numpy(np.int64)) if len(waits) else np.empty(0, np.int64)
@@ -355,64 +329,6 @@ def crossrank_critical_path(G: nx.DiGraph, ranks: Sequence[int] | None = None,
                                 rank_windows=[{k: int(v) for k, v in x.items() if k != "sink"} for x in wins],
                                 comm_wait=comm.get(int(stepno), {})))
     return CrossRankResult(results, full, summarised, notes)
-
-
-def inferred_joins(d: BoundaryDAG, a: GraphArrays, rank_of: np.ndarray, coll: pd.DataFrame,
-                   keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Unrecorded waits of a stream for a collective: ``(collective positions, activity
-    positions)``.
-
-    An activity ``x`` of an analysed rank qualifies when its start's critical predecessor is
-    its launch (the stream was free), it started at least :data:`JOIN_MIN_DELAY_NS` after
-    its launch call began (far beyond launch
-    latency: something held it back), and a collective kernel of the same rank and device,
-    on another stream, ended at most :data:`JOIN_MAX_GAP_NS` before ``x`` started and after
-    the launch call began. The latest such collective is taken: ``end(c) -> start(x)``.
-    This is NCCL's stream join (``cudaStreamWaitEvent`` on the NCCL stream's event), which
-    Kineto records only with ``cuda_sync`` events."""
-    e = np.empty(0, np.int64)
-    if not len(coll):
-        return e, e
-    cpos = _positions(a, coll["node"].to_numpy(np.int64))
-    cpos = cpos[cpos >= 0]
-    cpos = cpos[keep[rank_of[cpos]]]
-    if not len(cpos):
-        return e, e
-    act = np.flatnonzero(a.is_activity & keep[rank_of])
-    sb = 2 * act
-    launched = np.zeros(a.n, dtype=bool)
-    launched[a.out_edges("launch")[1]] = True
-    m = (d.ccat[sb] == _LAUNCH) & launched[act] & (a.ts[act] - d.launch_time[act] >= JOIN_MIN_DELAY_NS)
-    act = act[m]
-    if not len(act):
-        return e, e
-    # group = (rank, device); search the latest collective end <= start within the group
-    gk = pd.MultiIndex.from_arrays([np.concatenate([rank_of[cpos], rank_of[act]]),
-                                    np.concatenate([a.device[cpos], a.device[act]])])
-    gcode, _ = pd.factorize(gk)
-    gc, ga = gcode[:len(cpos)], gcode[len(cpos):]
-    oc = np.lexsort((a.end[cpos], gc))
-    cpos, gc = cpos[oc], gc[oc]
-    cend = a.end[cpos]
-    src_l, dst_l = [], []
-    starts = np.searchsorted(gc, np.arange(gcode.max() + 1), "left")
-    stops = np.searchsorted(gc, np.arange(gcode.max() + 1), "right")
-    for g in np.unique(ga):
-        lo, hi = int(starts[g]), int(stops[g])
-        if hi <= lo:
-            continue
-        xs = act[ga == g]
-        j = lo + np.searchsorted(cend[lo:hi], a.ts[xs], "right") - 1
-        ok = j >= lo
-        xs, j = xs[ok], j[ok]
-        c = cpos[j]
-        gap = a.ts[xs] - a.end[c]
-        ok = (gap <= JOIN_MAX_GAP_NS) & (a.end[c] > d.launch_time[xs]) & (a.stream[c] != a.stream[xs])
-        src_l.append(c[ok])
-        dst_l.append(xs[ok])
-    if not src_l:
-        return e, e
-    return np.concatenate(src_l), np.concatenate(dst_l)
 
 
 def _segments(segs: list[list[int]], a: GraphArrays, rank_of: np.ndarray, wait_end: np.ndarray,
