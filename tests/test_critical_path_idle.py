@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from opgraph.analysis.critical_path import CATEGORIES, critical_path
-from opgraph.analysis.idle import idle_time
+from opgraph.analysis.idle import CAUSES, idle_time
 from opgraph.cli import main
 from opgraph.graph.io import load_any
 from opgraph.schemas_util import validate
@@ -44,11 +44,16 @@ def test_idle_exact_on_synth(name):
     assert d.idle_ns == ans["gpu"]["idle_ns"]
     assert d.cpu_induced_idle_ns == ans["cpu_induced_idle_ns"]
     assert d.launch_latency_ns == ans["launch_latency_ns"]
+    # the idle split by cause, exactly as the synthesizer's model gives it, summing to the idle
+    assert d.causes_ns == ans["idle_causes_ns"]
+    assert sum(d.causes_ns.values()) == d.idle_ns
+    assert {c: int(res.gaps[c].sum()) for c in CAUSES} == ans["idle_causes_ns"]
     # blame is exclusive and sums to the CPU-induced idle, at both levels
     assert int(res.blame_events["blame_ns"].sum()) == ans["cpu_induced_idle_ns"]
     assert int(res.blame("top")["blame_ns"].sum()) == ans["cpu_induced_idle_ns"]
     for s in res.streams:
         assert s.host_wait_ns + s.kernel_wait_ns + s.other_ns == s.idle_ns
+        assert sum(s.causes_ns.values()) == s.idle_ns
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
@@ -129,5 +134,14 @@ def test_real_trace_invariants(fname):
     for d in idle.devices:
         assert d.busy_ns + d.idle_ns == d.span_ns
         assert 0 <= d.cpu_induced_idle_ns <= d.idle_ns
-        assert 0 <= d.launch_latency_ns <= d.cpu_induced_idle_ns
+        # causes are exclusive, non-negative and sum to the measured idle, per device and stream
+        assert all(v >= 0 for v in d.causes_ns.values()) and sum(d.causes_ns.values()) == d.idle_ns
+    for s in idle.streams:
+        assert all(v >= 0 for v in s.causes_ns.values()) and sum(s.causes_ns.values()) == s.idle_ns
+    # no op is blamed for a gap whose ending activity was launched before that op began:
+    # blame falls only in [gap start, launch call start) of the launching thread
+    g = idle.gaps
+    if len(g):
+        assert (g[list(CAUSES)].to_numpy() >= 0).all()
+        assert ((g["end_ns"] - g["start_ns"]).to_numpy() == g[list(CAUSES)].sum(axis=1).to_numpy()).all()
     validate(idle.to_dict(), "idle.schema.json")

@@ -194,7 +194,9 @@ def test_critical_path_markers(synth: dict[str, Path]) -> None:
     jd = _job_doc(doc)
     n = len(G.graph["events"])
     crit = [e for e in doc["traceEvents"][:n] if (e.get("args") or {}).get(ARG_PREFIX + "critical")]
-    total = sum(e["args"][ARG_PREFIX + "critical_us"] for e in crit)
+    # time on events + time between events (on the event it leads to) = the path length
+    total = sum((e.get("args") or {}).get(ARG_PREFIX + "critical_us", 0)
+                + (e.get("args") or {}).get(ARG_PREFIX + "waited_before_us", 0) for e in doc["traceEvents"][:n])
     assert round(total * 1000) == sum(w.length_ns for w in cr.steps)
     assert {_rank_of_pid(e["pid"], jd["pid_stride"]) for e in crit} == {0, 2}
     # the crossing edge: a critical-path flow from the late rank's kernel to the waiting one's

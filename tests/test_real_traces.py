@@ -26,7 +26,7 @@ KINETO_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "traces" / 
 NODE_KINDS = {"annotation", "cpu_op", "python", "runtime", "kernel", "memcpy", "memset", "gpu_annotation"}
 HOST_KINDS = {"annotation", "cpu_op", "python", "runtime"}
 ACTIVITY_KINDS = {"kernel", "memcpy", "memset"}
-EDGE_KINDS = {"nest", "host_seq", "launch", "stream_seq", "sync", "event_wait", "flow"}
+EDGE_KINDS = {"nest", "host_seq", "launch", "stream_seq", "sync", "event_wait", "flow", "handoff"}
 #: schemas/opgraph-graph.schema.json, edge property sync_kind.
 SYNC_KINDS = {"stream", "event", "device", "memcpy"}
 #: nesting.NEST_TOLERANCE_NS: ends of µs traces may bleed this far (ns rounding).
@@ -168,8 +168,14 @@ def test_sync_and_event_wait_edges(kineto_facts) -> None:
         elif k == "flow":
             assert isinstance(data.get("cat"), str)
     s, d = f.edges_of("event_wait")
-    assert _isin(f.kind[s], ACTIVITY_KINDS).all() and _isin(f.kind[d], ACTIVITY_KINDS).all()
-    assert ((f.device[s] != f.device[d]) | (f.stream[s] != f.stream[d])).all()
+    ev = np.array([data.get("evidence") for data, k in zip(f.edata, f.ekind) if k == "event_wait"], dtype=object)
+    call = ev == "stream_wait_call"
+    # a host-side wait: the cudaStreamWaitEvent call holds the activity launched right after it
+    assert (f.kind[s[call]] == "runtime").all() and _isin(f.kind[d], ACTIVITY_KINDS).all()
+    assert (f.end[s[call]] <= f.ts[d[call]]).all()
+    act = ~call
+    assert _isin(f.kind[s[act]], ACTIVITY_KINDS).all()
+    assert ((f.device[s[act]] != f.device[d[act]]) | (f.stream[s[act]] != f.stream[d[act]])).all()
 
 
 def test_span_and_graph_attributes(kineto_path, kineto_graph, kineto_facts) -> None:

@@ -195,7 +195,8 @@ def test_answers_agree_with_the_trace(name: str, tmp_path: Path,
     device = _device_x(events)
     assert gpu["start_ns"] == min(_ns(e["ts"]) for e in device)
     assert gpu["end_ns"] == max(_ns(e["ts"]) + _ns(e["dur"]) for e in device)
-    assert 0 <= a["launch_latency_ns"] <= a["cpu_induced_idle_ns"] <= gpu["idle_ns"]
+    assert 0 <= a["cpu_induced_idle_ns"] <= gpu["idle_ns"] and 0 <= a["launch_latency_ns"] <= gpu["idle_ns"]
+    assert sum(a["idle_causes_ns"].values()) == gpu["idle_ns"]
     assert sum(s["gpu_busy_ns"] for s in a["steps"]) == gpu["busy_ns"]
     assert a["bound"] == ("gpu" if gpu["busy_ns"] >= gpu["idle_ns"] else "cpu")
 
@@ -205,7 +206,8 @@ def test_expected_bounds(scenarios: dict[str, Scenario]) -> None:
     assert bound["cpu_bound"] == bound["sync_every_op"] == "cpu"
     assert bound["gpu_bound"] == bound["two_stream_event_wait"] == bound["cuda_graph"] == "gpu"
     cpu = scenarios["cpu_bound"].answers
-    assert cpu["cpu_induced_idle_ns"] == cpu["gpu"]["idle_ns"]  # every gap waits for a launch
+    c = cpu["idle_causes_ns"]  # every gap waits for a launch: host late, then the launch latency
+    assert c["cpu_induced"] + c["launch_latency"] == cpu["gpu"]["idle_ns"] and c["cpu_induced"] > 0
 
 
 @pytest.mark.parametrize("name", ["sync_every_op", "two_stream_event_wait", "gpu_bound", "cuda_graph"])

@@ -42,6 +42,10 @@ class GraphArrays:
     edges: dict[str, tuple[np.ndarray, np.ndarray]]
     pos_of: dict[int, int]
     rank: np.ndarray | None = None
+    #: Per edge kind, per-edge attributes beyond ``kind`` (aligned with ``edges[kind]``):
+    #: ``inferred`` (bool), ``cat`` (flow category, object), and for ``handoff`` edges
+    #: ``first`` / ``wait_from`` (positions, -1: none), ``wait_from_end`` / ``resume_end`` (bool).
+    edge_attrs: dict[str, dict[str, np.ndarray]] | None = None
 
     def __post_init__(self) -> None:
         if self.rank is None:
@@ -68,6 +72,15 @@ class GraphArrays:
 
     def out_edges(self, kind: str) -> tuple[np.ndarray, np.ndarray]:
         return self.edges.get(kind, (np.empty(0, np.int64), np.empty(0, np.int64)))
+
+    def edge_attr(self, kind: str, name: str, default: object) -> np.ndarray:
+        """Attribute ``name`` of the ``kind`` edges (aligned with :meth:`out_edges`), or
+        ``default`` for every edge when no edge of the kind carries it."""
+        got = (self.edge_attrs or {}).get(kind, {}).get(name)
+        if got is not None:
+            return got
+        n = len(self.out_edges(kind)[0])
+        return np.full(n, default, dtype=object if isinstance(default, str) or default is None else None)
 
     @classmethod
     def from_graph(cls, G: nx.DiGraph) -> "GraphArrays":
@@ -99,8 +112,11 @@ class GraphArrays:
         else:
             rank = np.zeros(n, dtype=np.int64)
         src, dst, ek = [], [], []
+        rich: list[tuple[int, dict]] = []  # (edge index, attrs) of edges with more than a kind
         for u, nbrs in G._succ.items():
             for v, d in nbrs.items():
+                if len(d) > 1:
+                    rich.append((len(src), d))
                 src.append(u)
                 dst.append(v)
                 ek.append(d.get("kind"))
@@ -118,8 +134,43 @@ class GraphArrays:
                 d_pos = np.array([pos_of[v] for v in dst], dtype=np.int64)
             ek_arr = np.array(ek, dtype=object)
             codes, uniq = pd.factorize(ek_arr)
+            per_kind = _edge_attrs(rich, len(src), codes, uniq, pos_of)
             for j, k in enumerate(uniq):
                 m = codes == j
                 edges[str(k)] = (s_pos[m], d_pos[m])
+        else:
+            per_kind = {}
         return cls(eid, kind, name, ts, ts + dur, pid, tid, device, stream, lane.astype(np.int64), edges, pos_of,
-                   rank)
+                   rank, per_kind)
+
+
+def _edge_attrs(rich: list[tuple[int, dict]], n_edges: int, codes: np.ndarray, uniq: np.ndarray,
+                pos_of: dict[int, int]) -> dict[str, dict[str, np.ndarray]]:
+    """Per edge kind, the attribute arrays of :attr:`GraphArrays.edge_attrs`."""
+    if not rich:
+        return {}
+    idx = np.array([j for j, _ in rich], dtype=np.int64)
+    ds = [d for _, d in rich]
+    full: dict[str, np.ndarray] = {}
+    inferred = np.zeros(n_edges, dtype=bool)
+    inferred[idx] = [bool(d.get("inferred", False)) for d in ds]
+    full["inferred"] = inferred
+    if any("cat" in d for d in ds):
+        cat = np.full(n_edges, None, dtype=object)
+        cat[idx] = [d.get("cat") for d in ds]
+        full["cat"] = cat
+    if any("wait_from" in d for d in ds):
+        first = np.full(n_edges, -1, dtype=np.int64)
+        wfrom = np.full(n_edges, -1, dtype=np.int64)
+        wend = np.zeros(n_edges, dtype=bool)
+        rend = np.zeros(n_edges, dtype=bool)
+        first[idx] = [pos_of.get(d.get("first", -1), -1) for d in ds]
+        wfrom[idx] = [pos_of.get(d.get("wait_from", -1), -1) for d in ds]
+        wend[idx] = [d.get("wait_from_at") == "end" for d in ds]
+        rend[idx] = [d.get("resume_at") == "end" for d in ds]
+        full.update({"first": first, "wait_from": wfrom, "wait_from_end": wend, "resume_end": rend})
+    out: dict[str, dict[str, np.ndarray]] = {}
+    for j, k in enumerate(uniq):
+        m = codes == j
+        out[str(k)] = {nm: arr[m] for nm, arr in full.items()}
+    return out

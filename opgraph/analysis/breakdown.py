@@ -25,10 +25,9 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
-from opgraph.analysis.iterations import (
-    K_CPU_OP, K_KERNEL, K_PYTHON, PROFILER_STEP_RE, GraphFrame, Window, analysis_window, frame_of,
-)
+from opgraph.analysis.iterations import K_CPU_OP, K_KERNEL, K_PYTHON, GraphFrame, Window, analysis_window, frame_of
 from opgraph.analysis.multistream import device_stats, stream_stats
+from opgraph.ingest.steps import STEP_RE
 
 #: Names (prefixes) that mark module/label ranges rather than operators, as the seed's
 #: ``is_module`` (old traces record ``record_function`` labels as operators).
@@ -59,7 +58,7 @@ def short_kernel_name(name: str) -> str:
 def _norm_names(names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Factorize names, folding ``ProfilerStep#N`` into ``ProfilerStep#*``."""
     codes, uniq = pd.factorize(names)
-    uniq = np.array([("ProfilerStep#*" if isinstance(u, str) and PROFILER_STEP_RE.match(u) else u) for u in uniq],
+    uniq = np.array([("ProfilerStep#*" if isinstance(u, str) and STEP_RE.match(u) else u) for u in uniq],
                     dtype=object)
     codes2, uniq2 = pd.factorize(uniq)
     return codes2[codes].astype(np.int64), np.asarray(uniq2, dtype=object)

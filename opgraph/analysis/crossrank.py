@@ -33,15 +33,15 @@ inferred by the builder (:func:`opgraph.graph.build.infer_stream_joins`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
 
 import networkx as nx
 import numpy as np
 import pandas as pd
 
 from opgraph.analysis.arrays import GraphArrays
-from opgraph.analysis.critical_path import (CATEGORIES, ExtraEdges, PathSegment, WindowPath,
-                                            boundary_dag, summarize_windows, walk_back)
+from opgraph.analysis.critical_path import (CATEGORIES, BoundaryDAG, ExtraEdges, PathSegment, WindowPath,
+                                            boundary_dag, path_segments, segments, summarize_windows, walk_back)
 from opgraph.analysis.stragglers import job_info, kernel_waits
 
 #: Categories of the cross-rank path: the single-rank ones plus ``gpu_comm_wait``.
@@ -79,17 +79,12 @@ class StepPath(WindowPath):
     ``comm_wait``: per rank, its waits in the step's collectives and whom they were for
     (from the collective table, so summarised ranks count)."""
 
+    categories: ClassVar[tuple[str, ...]] = CROSS_CATEGORIES
+
     step: int = -1
     window_rank: int = 0
     rank_windows: list[dict[str, int]] = field(default_factory=list)
     comm_wait: dict[int, dict[str, Any]] = field(default_factory=dict)
-
-    @property
-    def breakdown_ns(self) -> dict[str, int]:
-        out = {c: 0 for c in CROSS_CATEGORIES}
-        for s in self.path:
-            out[s.bound_by] += s.dur_ns
-        return out
 
     @property
     def ranks_on_path(self) -> list[int]:
@@ -322,8 +317,8 @@ def crossrank_critical_path(G: nx.DiGraph, ranks: Sequence[int] | None = None,
         name = f"ProfilerStep#{stepno}" if stepno >= 0 else "all"
         path: list[PathSegment] = []
         if w["sink"] >= 0:
-            segs = walk_back(d, 2 * w["sink"] + 1, w["start_ns"])
-            path = _segments(segs, a, rank_of, wait_end, blame, coll_of)
+            raw = segments(d, walk_back(d, 2 * w["sink"] + 1, w["start_ns"]))
+            path = _segments(d, raw, rank_of, wait_end, blame, coll_of)
         results.append(StepPath(name, None, w["start_ns"], w["end_ns"], path, step=int(stepno),
                                 window_rank=int(w["rank"]),
                                 rank_windows=[{k: int(v) for k, v in x.items() if k != "sink"} for x in wins],
@@ -331,24 +326,28 @@ def crossrank_critical_path(G: nx.DiGraph, ranks: Sequence[int] | None = None,
     return CrossRankResult(results, full, summarised, notes)
 
 
-def _segments(segs: list[list[int]], a: GraphArrays, rank_of: np.ndarray, wait_end: np.ndarray,
+def _segments(d: BoundaryDAG, raw: list, rank_of: np.ndarray, wait_end: np.ndarray,
               blame: np.ndarray, coll_of: np.ndarray) -> list[PathSegment]:
-    """Path segments from :func:`walk_back` output, splitting collective kernels' ``gpu_comm``
-    time into ``gpu_comm_wait`` (inside the kernel's wait interval) and ``gpu_comm``."""
+    """Path segments of the engine's segments (:func:`opgraph.analysis.critical_path.segments`)
+    on their ranks, splitting collective kernels' ``gpu_comm`` time into ``gpu_comm_wait``
+    (inside the kernel's wait interval) and ``gpu_comm``."""
+    a = d.arr
     out: list[PathSegment] = []
-    for ow, c, t0, t1 in segs:
-        eid, kind, name, rank = int(a.eid[ow]), str(a.kind[ow]), str(a.name[ow]), int(rank_of[ow])
-        cid = int(coll_of[ow]) if coll_of[ow] >= 0 else None
-        pieces: list[tuple[int, int, str, int | None]] = [(t0, t1, CATEGORIES[c], None)]
-        if c == _GPU_COMM and wait_end[ow] > a.ts[ow]:
-            w0, w1 = int(a.ts[ow]), int(wait_end[ow])
-            o0, o1 = max(t0, w0), min(t1, w1)
+    for r, ps in zip(raw, path_segments(d, raw)):
+        ow = r.owner if r.owner >= 0 else (r.dst if r.dst >= 0 else r.src)
+        rank = int(rank_of[ow]) if ow >= 0 else 0
+        cid = int(coll_of[r.owner]) if r.owner >= 0 and coll_of[r.owner] >= 0 else None
+        pieces: list[tuple[int, int, str, int | None]] = [(r.t0, r.t1, ps.bound_by, None)]
+        if r.owner >= 0 and r.cat == _GPU_COMM and wait_end[r.owner] > a.ts[r.owner]:
+            w0, w1 = int(a.ts[r.owner]), int(wait_end[r.owner])
+            o0, o1 = max(r.t0, w0), min(r.t1, w1)
             if o1 > o0:
                 pieces = [(x0, x1, cat, wr) for x0, x1, cat, wr in (
-                    (t0, o0, "gpu_comm", None), (o0, o1, "gpu_comm_wait", int(blame[ow])), (o1, t1, "gpu_comm", None))
-                    if x1 > x0]
+                    (r.t0, o0, "gpu_comm", None), (o0, o1, "gpu_comm_wait", int(blame[r.owner])),
+                    (o1, r.t1, "gpu_comm", None)) if x1 > x0]
         for x0, x1, cat, wr in pieces:
-            out.append(CrossSegment(eid, kind, name, x0, x1, cat, rank=rank, wait_for_rank=wr, coll_id=cid))
+            out.append(CrossSegment(ps.eid, ps.kind, ps.name, x0, x1, cat, ps.lane, ps.from_eid, ps.to_eid,
+                                    ps.inferred, ps.edge, rank=rank, wait_for_rank=wr, coll_id=cid))
     return out
 
 

@@ -4,14 +4,25 @@ Definitions (docs/idle.md)
 --------------------------
 * Device ``span``: first activity start to last activity end (kernels, memcpy, memset).
   ``busy`` is the union of activity intervals over all streams; ``idle = span - busy``.
-* A device-idle gap is **CPU-induced** when the activity that ends it had its launch call
-  start at or after the gap began: the GPU had nothing to do because the CPU had not yet
-  asked. ``launch_latency`` is the part of such gaps after the launch call started.
-* **Blame**: each CPU-induced gap is split exclusively among the host events running on
-  the launching thread during the gap, by the innermost event active at each instant
-  (leaf level), and rolled up to the outermost CPU op that contains it (``cpu_op``;
-  annotations such as ``ProfilerStep#N`` are not ops). Time with no event
-  on the thread goes to ``(untraced)``. Both tables sum to the CPU-induced idle exactly.
+* Every device-idle gap (and every gap of a stream) is split **exclusively** by cause, in
+  time order, from the activity ``x`` that ends it and its launch call ``c``:
+  ``cpu_induced`` (the host was late: nothing was launched yet, from the gap start to
+  ``c``'s start) less ``sync_drain`` (the part of that when the launching thread was blocked
+  in a synchronizing call: a sync emptied the queue and the host had not launched more);
+  ``launch_latency`` (``c`` ran and the activity started: from ``c``'s start, or the gap
+  start, until ``c``'s end plus :data:`opgraph.graph.streams.LATE_START_NS`);
+  ``device_wait`` (``x`` was held by an event wait, recorded or inferred: until the awaited
+  work ended, named by where it ran, or to the gap's end when only the host's
+  ``cudaStreamWaitEvent`` is known); ``kernel_gap`` when ``x`` was queued (the device's own
+  delay in starting queued work: at most the same bound after the gap start, or after the
+  awaited work ended); the rest ``untraced`` (held by nothing the trace records; an ``x``
+  launched before the trace began counts as queued). The causes sum to the idle.
+* **Blame**: the CPU-induced part of each gap (never its launch latency, sync drain or
+  waits) is split exclusively among the host events running on the launching thread, by
+  the innermost event active at each instant (leaf level), and rolled up to the outermost
+  CPU op that contains it (``cpu_op``; annotations such as ``ProfilerStep#N`` are not ops).
+  Time with no event on the thread goes to ``(untraced)``. Both tables sum to the
+  CPU-induced idle exactly.
 * Per stream, HTA's categories: ``host_wait`` (the next activity's launch started after the
   previous activity ended), ``kernel_wait`` (other gaps shorter than ``kernel_wait_us``) and
   ``other``.
@@ -27,8 +38,12 @@ import numpy as np
 import pandas as pd
 
 from opgraph.analysis.arrays import GraphArrays
+from opgraph.graph.linking import DEVICE_SYNC_RE, EVENT_SYNC_RE, STREAM_SYNC_RE
+from opgraph.graph.streams import LATE_START_NS
 
 UNTRACED = "(untraced)"
+#: The causes of device idle, in the order they are split off a gap (docs/idle.md).
+CAUSES: tuple[str, ...] = ("cpu_induced", "sync_drain", "launch_latency", "kernel_gap", "device_wait", "untraced")
 
 
 @dataclass
@@ -43,13 +58,17 @@ class DeviceIdle:
     launch_latency_ns: int
     gaps: int
     cpu_induced_gaps: int
+    causes_ns: dict[str, int] = field(default_factory=dict)
+    device_wait_by_ns: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"device": self.device, "span_us": self.span_ns / 1e3, "busy_us": self.busy_ns / 1e3,
                 "idle_us": self.idle_ns / 1e3, "cpu_induced_idle_us": self.cpu_induced_idle_ns / 1e3,
                 "launch_latency_us": self.launch_latency_ns / 1e3, "gaps": self.gaps,
                 "cpu_induced_gaps": self.cpu_induced_gaps,
-                "busy_pct": 100.0 * self.busy_ns / self.span_ns if self.span_ns else 0.0}
+                "busy_pct": 100.0 * self.busy_ns / self.span_ns if self.span_ns else 0.0,
+                "causes_us": {c: self.causes_ns.get(c, 0) / 1e3 for c in CAUSES},
+                "device_wait_by_us": {k: v / 1e3 for k, v in self.device_wait_by_ns.items()}}
 
 
 @dataclass
@@ -64,12 +83,14 @@ class StreamIdle:
     host_wait_ns: int
     kernel_wait_ns: int
     other_ns: int
+    causes_ns: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"device": self.device, "stream": self.stream, "span_us": self.span_ns / 1e3,
                 "busy_us": self.busy_ns / 1e3, "idle_us": self.idle_ns / 1e3,
                 "host_wait_us": self.host_wait_ns / 1e3, "kernel_wait_us": self.kernel_wait_ns / 1e3,
-                "other_us": self.other_ns / 1e3}
+                "other_us": self.other_ns / 1e3,
+                "causes_us": {c: self.causes_ns.get(c, 0) / 1e3 for c in CAUSES}}
 
 
 @dataclass
@@ -83,6 +104,10 @@ class IdleResult:
     blame_events: pd.DataFrame
     kernel_wait_us: float
     per_eid_blame_ns: dict[int, int] = field(default_factory=dict)
+    #: One row per device-idle gap: ``device``, ``ender`` (eid of the activity that ends it),
+    #: ``start_ns``, ``end_ns``, its time per cause (:data:`CAUSES`, ns) and ``held_by`` (eid
+    #: of what held a device wait, -1).
+    gaps: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def cpu_induced_idle_ns(self) -> int:
@@ -187,8 +212,57 @@ def _top_ancestor(a: GraphArrays) -> np.ndarray:
     return np.where(best >= 0, best, idx)
 
 
+def _sync_calls(a: GraphArrays) -> np.ndarray:
+    """Per node: a host call that waits for the device (the target of a ``sync`` edge, or a
+    synchronize call by name)."""
+    out = np.zeros(a.n, dtype=bool)
+    _, yd = a.out_edges("sync")
+    out[yd] = True
+    rt = np.flatnonzero(a.kind == "runtime")
+    if len(rt):
+        uniq, inv = np.unique(np.array([x if isinstance(x, str) else "" for x in a.name[rt].tolist()], dtype=object),
+                              return_inverse=True)
+        hit = np.fromiter((bool(DEVICE_SYNC_RE.match(u) or STREAM_SYNC_RE.match(u) or EVENT_SYNC_RE.match(u))
+                           for u in uniq.tolist()), dtype=bool, count=len(uniq))
+        out[rt[hit[inv]]] = True
+    return out
+
+
+@dataclass
+class _Split:
+    """Per gap (ns): the end of the host-late part, of the launch latency, of the device
+    wait and of the kernel gap; whether an event wait held the activity, and by what."""
+
+    host_end: np.ndarray
+    lat_end: np.ndarray
+    wait_end: np.ndarray
+    gap_end: np.ndarray
+    held: np.ndarray
+    held_by: np.ndarray
+
+
+def _split(g0: np.ndarray, g1: np.ndarray, ender: np.ndarray, launch_ts: np.ndarray, call_end: np.ndarray,
+           launcher: np.ndarray, held_by: np.ndarray, held_end: np.ndarray) -> _Split:
+    """The time-ordered cut points of each gap ``[g0, g1)`` ended by activity ``ender``
+    (module docstring): host late until the launch call starts; launch latency until the
+    call's end plus :data:`LATE_START_NS`; for an activity held by an event wait, a device
+    wait until the awaited work ended (to the gap's end when that is a host call's wait);
+    then, for queued work, a kernel gap of at most :data:`LATE_START_NS` after the gap
+    start (after the awaited work ended, for held work); the rest is untraced."""
+    has = launcher[ender] >= 0
+    host_end = np.where(has, np.clip(launch_ts[ender], g0, g1), g0)
+    lat_end = np.where(has, np.clip(call_end[ender] + LATE_START_NS, host_end, g1), host_end)
+    hb = held_by[ender]
+    held = hb >= 0
+    wait_end = np.where(held, np.clip(held_end[ender], lat_end, g1), lat_end)
+    queued = ~has | (launch_ts[ender] < g0) | held
+    base = np.where(held, wait_end, g0)  # the activity could start from here on
+    gap_end = np.where(queued, np.clip(base + LATE_START_NS, wait_end, g1), wait_end)
+    return _Split(host_end, lat_end, wait_end, gap_end, held, hb)
+
+
 def idle_time(G: nx.DiGraph, kernel_wait_us: float = 30.0, arr: GraphArrays | None = None) -> IdleResult:
-    """GPU idle time per device and stream, CPU-induced idle and its blame.
+    """GPU idle time per device and stream, split by cause, and the blame of its CPU-induced part.
 
     Parameters
     ----------
@@ -196,24 +270,41 @@ def idle_time(G: nx.DiGraph, kernel_wait_us: float = 30.0, arr: GraphArrays | No
         A graph built by :func:`opgraph.graph.build_graph`.
     kernel_wait_us : float
         Per-stream gaps shorter than this (µs) that are not host waits count as
-        ``kernel_wait`` (HTA's default is 30 µs).
+        ``kernel_wait`` (HTA's categories; HTA's default is 30 µs).
 
     Returns
     -------
     IdleResult
-        Times in ns (``to_dict`` gives µs).
+        Times in ns (``to_dict`` gives µs). Per device and per stream, the causes
+        (:data:`CAUSES`) sum to the idle time.
     """
     a = arr if arr is not None else GraphArrays.from_graph(G)
     act = np.flatnonzero(a.is_activity)
     ls, ld = a.out_edges("launch")
     launch_ts = np.full(a.n, np.iinfo(np.int64).min, dtype=np.int64)
+    call_end = np.full(a.n, np.iinfo(np.int64).min // 2, dtype=np.int64)
     launcher = np.full(a.n, -1, dtype=np.int64)
     launch_ts[ld] = a.ts[ls]
+    call_end[ld] = a.end[ls]
     launcher[ld] = ls
+    held_by = np.full(a.n, -1, dtype=np.int64)
+    ws_, wd_ = a.out_edges("event_wait")
+    if len(ws_):
+        o = np.argsort(a.end[ws_], kind="stable")  # the latest-ending source names the wait
+        held_by[wd_[o]] = ws_[o]
+    # when the awaited work ended: a device activity's end; a host call's wait (the awaited
+    # stream and event are not recorded) lasts until the held activity starts
+    held_end = np.where(held_by >= 0, np.where(a.is_activity[np.maximum(held_by, 0)], a.end[np.maximum(held_by, 0)],
+                                               np.iinfo(np.int64).max // 2), np.iinfo(np.int64).min // 2)
+    is_sync = _sync_calls(a)
     kw_ns = int(round(kernel_wait_us * 1000))
     devices: list[DeviceIdle] = []
     streams: list[StreamIdle] = []
-    gap_rows: list[tuple[int, int, int]] = []  # (g0, g1, launcher position)
+    dev_gaps: list[tuple[int, int, int, int]] = []  # (host-late start, end, launcher, device index)
+    stream_gaps: list[tuple[int, int, int, int]] = []  # ... stream index
+    dev_parts: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, _Split, int]] = []
+    n_dev_gaps = 0
+    st_parts: list[tuple[int, int, int, np.ndarray, np.ndarray, _Split, np.ndarray, tuple[int, int, int]]] = []
     for dev in np.unique(a.device[act]).tolist():
         sel = act[a.device[act] == dev]
         sel = sel[np.lexsort((a.end[sel], a.ts[sel]))]
@@ -221,35 +312,93 @@ def idle_time(G: nx.DiGraph, kernel_wait_us: float = 30.0, arr: GraphArrays | No
         busy, g0, g1, nxt = _union_gaps(st, en)
         span = int(en.max() - st[0])
         ender = sel[nxt]
-        lt = launch_ts[ender]
-        induced = (launcher[ender] >= 0) & (lt >= g0)
-        lat = np.where(induced, g1 - np.maximum(lt, g0), 0)
-        devices.append(DeviceIdle(int(dev), span, busy, span - busy, int((g1 - g0)[induced].sum()),
-                                  int(lat.sum()), int(len(g0)), int(induced.sum())))
-        gap_rows.extend(zip(g0[induced].tolist(), g1[induced].tolist(), launcher[ender][induced].tolist()))
+        sp = _split(g0, g1, ender, launch_ts, call_end, launcher, held_by, held_end)
+        late = sp.host_end > g0
+        di = len(devices)
+        base = n_dev_gaps
+        n_dev_gaps += len(g0)
+        dev_gaps.extend(zip(g0[late].tolist(), sp.host_end[late].tolist(), launcher[ender][late].tolist(),
+                            (base + np.flatnonzero(late)).tolist()))
+        devices.append(DeviceIdle(int(dev), span, busy, span - busy, 0, int((sp.lat_end - sp.host_end).sum()),
+                                  int(len(g0)), int(late.sum())))
+        dev_parts.append((di, g0, g1, ender, sp, base))
         for stv in np.unique(a.stream[sel]).tolist():
             ss = sel[a.stream[sel] == stv]
             sst, sen = a.ts[ss], a.end[ss]
             sbusy, sg0, sg1, snxt = _union_gaps(sst, sen)
             sspan = int(sen.max() - sst[0])
-            nl = launch_ts[ss[snxt]]
-            host = (launcher[ss[snxt]] >= 0) & (nl >= sg0)
+            s_end = ss[snxt]
+            nl = launch_ts[s_end]
+            host = (launcher[s_end] >= 0) & (nl >= sg0)
             glen = sg1 - sg0
             kern = ~host & (glen < kw_ns)
+            si = len(streams)
+            ssp = _split(sg0, sg1, s_end, launch_ts, call_end, launcher, held_by, held_end)
+            slate = ssp.host_end > sg0
+            stream_gaps.extend(zip(sg0[slate].tolist(), ssp.host_end[slate].tolist(),
+                                   launcher[s_end][slate].tolist(), [si] * int(slate.sum())))
             streams.append(StreamIdle(int(dev), int(stv), sspan, sbusy, sspan - sbusy, int(glen[host].sum()),
                                       int(glen[kern].sum()), int(glen[~host & ~kern].sum())))
-    blame = _blame(a, gap_rows)
+            st_parts.append((si, 0, 0, sg0, sg1, ssp, slate, (0, 0, 0)))
+    blame, gap_drain = _blame(a, dev_gaps, is_sync, n_dev_gaps, collect=True)
+    _, st_drain = _blame(a, stream_gaps, is_sync, len(streams), collect=False)
+    gap_rows: list[pd.DataFrame] = []
+    for di, g0, g1, ender, sp, base in dev_parts:
+        d = devices[di]
+        drain = gap_drain[base:base + len(g0)]
+        gap_rows.append(pd.DataFrame({
+            "device": d.device, "ender": a.eid[ender], "start_ns": g0, "end_ns": g1,
+            "cpu_induced": sp.host_end - g0 - drain, "sync_drain": drain, "launch_latency": sp.lat_end - sp.host_end,
+            "kernel_gap": sp.gap_end - sp.wait_end, "device_wait": sp.wait_end - sp.lat_end,
+            "untraced": g1 - sp.gap_end,
+            "held_by": np.where(sp.held, a.eid[np.maximum(sp.held_by, 0)], -1)}))
+        host_late = int((sp.host_end - g0).sum())
+        wait = sp.wait_end - sp.lat_end
+        by: dict[str, int] = {}
+        for hb, r in zip(sp.held_by[sp.held].tolist(), wait[sp.held].tolist()):
+            if r > 0:
+                k = _lane_name(a, hb)
+                by[k] = by.get(k, 0) + int(r)
+        d.cpu_induced_idle_ns = host_late - int(drain.sum())
+        d.causes_ns = {"cpu_induced": d.cpu_induced_idle_ns, "sync_drain": int(drain.sum()),
+                       "launch_latency": d.launch_latency_ns, "kernel_gap": int((sp.gap_end - sp.wait_end).sum()),
+                       "device_wait": int(wait.sum()), "untraced": int((g1 - sp.gap_end).sum())}
+        d.device_wait_by_ns = dict(sorted(by.items(), key=lambda kv: -kv[1]))
+    for si, _x, _y, sg0, sg1, ssp, slate, _z in st_parts:
+        host_late = int((ssp.host_end - sg0).sum())
+        streams[si].causes_ns = {"cpu_induced": host_late - int(st_drain[si]), "sync_drain": int(st_drain[si]),
+                                 "launch_latency": int((ssp.lat_end - ssp.host_end).sum()),
+                                 "kernel_gap": int((ssp.gap_end - ssp.wait_end).sum()),
+                                 "device_wait": int((ssp.wait_end - ssp.lat_end).sum()),
+                                 "untraced": int((sg1 - ssp.gap_end).sum())}
     per_eid: dict[int, int] = {}
     if len(blame):
         sub = blame[blame["eid"] >= 0]
         per_eid = dict(zip(sub["eid"].tolist(), sub["blame_ns"].tolist()))
-    return IdleResult(devices, streams, blame, kernel_wait_us, per_eid)
+    gaps = pd.concat(gap_rows, ignore_index=True) if gap_rows else pd.DataFrame(
+        columns=["device", "ender", "start_ns", "end_ns", *CAUSES, "held_by"])
+    return IdleResult(devices, streams, blame, kernel_wait_us, per_eid, gaps)
 
 
-def _blame(a: GraphArrays, gaps: list[tuple[int, int, int]]) -> pd.DataFrame:
+def _lane_name(a: GraphArrays, p: int) -> str:
+    """Where node ``p`` runs: ``stream <device>/<stream>`` or ``thread <pid>/<tid>`` (a host
+    call that made the stream wait)."""
+    if a.kind[p] in ("kernel", "memcpy", "memset", "gpu_annotation"):
+        return f"stream {int(a.device[p])}/{int(a.stream[p])}"
+    return f"thread {a.pid[p]}/{a.tid[p]} ({a.name[p]})"
+
+
+def _blame(a: GraphArrays, gaps: list[tuple[int, int, int, int]], is_sync: np.ndarray, n_groups: int,
+           collect: bool = True) -> tuple[pd.DataFrame, np.ndarray]:
+    """Split the host-late parts ``(g0, g1, launcher, group)`` of gaps over the innermost
+    events of each launching thread: time whose innermost event is a synchronizing call is
+    the group's sync drain (returned per group), the rest is the CPU-induced idle, blamed
+    per event (a DataFrame, when ``collect``)."""
     cols = ["eid", "kind", "name", "top_eid", "top_kind", "top_name", "blame_ns"]
+    drain = np.zeros(n_groups, dtype=np.int64)
+    empty = pd.DataFrame({c: pd.Series(dtype=object if "name" in c or "kind" in c else np.int64) for c in cols})
     if not gaps:
-        return pd.DataFrame({c: pd.Series(dtype=object if "name" in c or "kind" in c else np.int64) for c in cols})
+        return empty, drain
     g = np.array(gaps, dtype=np.int64)
     lane_of_gap = a.lane[g[:, 2]]
     host = np.flatnonzero(a.is_host)
@@ -260,13 +409,18 @@ def _blame(a: GraphArrays, gaps: list[tuple[int, int, int]]) -> pd.DataFrame:
         s, e, o = _thread_segments(a, members)
         gl = g[lane_of_gap == lane]
         first = np.searchsorted(e, gl[:, 0], side="right")  # first segment ending after g0
-        for (g0, g1, _), k in zip(gl.tolist(), first.tolist()):
+        for (g0, g1, _, grp), k in zip(gl.tolist(), first.tolist()):
             while k < len(s) and s[k] < g1:
                 ov = min(e[k], g1) - max(s[k], g0)
                 if ov > 0:
-                    ow = int(o[k]) if o[k] >= 0 else -1 - lane  # untraced: one key per lane
-                    acc[ow] = acc.get(ow, 0) + int(ov)
+                    if o[k] >= 0 and is_sync[o[k]]:
+                        drain[grp] += ov
+                    elif collect:
+                        ow = int(o[k]) if o[k] >= 0 else -1 - lane  # untraced: one key per lane
+                        acc[ow] = acc.get(ow, 0) + int(ov)
                 k += 1
+    if not collect or not acc:
+        return empty, drain
     keys = np.array(list(acc), dtype=np.int64)
     vals = np.array(list(acc.values()), dtype=np.int64)
     real = keys >= 0
@@ -280,4 +434,4 @@ def _blame(a: GraphArrays, gaps: list[tuple[int, int, int]]) -> pd.DataFrame:
         "top_kind": np.where(real, a.kind[tp], "untraced"),
         "top_name": np.where(real, a.name[tp], UNTRACED),
         "blame_ns": vals,
-    })
+    }), drain

@@ -2,41 +2,28 @@
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from typing import Any
 
 import networkx as nx
-import numpy as np
 import pandas as pd
 
+from opgraph.analysis.windows import select_windows
 from opgraph.ingest.table import DEVICE_ACTIVITY_KINDS
-
-STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
-NVTX_ITERATION_RE = re.compile(r"^Iteration (\d+)$")
 
 
 def find_steps(G: nx.DiGraph, step_regex: str | None = None) -> pd.DataFrame:
-    """Iteration ranges: ``ProfilerStep#N`` host annotations (or names matching
-    ``step_regex``), else ``ProfilerStep#N`` GPU annotations, else NVTX ``Iteration N`` ranges.
+    """The steps of :func:`opgraph.analysis.windows.select_windows` as a table:
+    ``ProfilerStep#N`` host ranges (one per N), else ``ProfilerStep#N`` GPU annotations,
+    else NVTX ``Iteration N`` ranges; with ``step_regex``, the host ranges (else GPU
+    annotations) it finds. None (an empty table) when the trace has no step.
 
     Returns a DataFrame with columns ``eid``, ``name``, ``step`` (N, or the order), ``ts``
-    and ``end`` (ns), sorted by start."""
-    rows = []
-    passes = ([(("annotation", "cpu_op"), re.compile(step_regex))] if step_regex else
-              [(("annotation", "cpu_op"), STEP_RE), (("gpu_annotation",), STEP_RE),
-               (("annotation",), NVTX_ITERATION_RE)])
-    for kinds, rx in passes:
-        for n, d in G.nodes(data=True):
-            if d["kind"] in kinds and d["name"] and rx.search(d["name"]):
-                m = STEP_RE.match(d["name"]) or NVTX_ITERATION_RE.match(d["name"])
-                rows.append((n, d["name"], int(m.group(1)) if m else -1, d["ts"], d["ts"] + d["dur"]))
-        if rows:
-            break
-    df = pd.DataFrame(rows, columns=["eid", "name", "step", "ts", "end"]).sort_values(["ts", "eid"])
-    if len(df) and (df["step"] < 0).any():
-        df["step"] = np.arange(len(df))
-    return df.reset_index(drop=True)
+    and ``end`` (ns), sorted by start. Raises
+    :class:`~opgraph.analysis.windows.WindowNotFound` when ``step_regex`` matches nothing."""
+    w = select_windows(G, step_regex=step_regex, lanes=False)
+    df = w.to_frame()[["eid", "name", "step", "ts", "end"]]
+    return df if w.is_steps else df.iloc[:0].reset_index(drop=True)
 
 
 def _thread_names(ev: pd.DataFrame) -> dict[tuple[Any, Any], str]:
@@ -95,10 +82,24 @@ def trace_info(G: nx.DiGraph) -> dict[str, Any]:
         "span": {"start_us": span[0] / 1000.0, "end_us": span[1] / 1000.0,
                  "duration_us": (span[1] - span[0]) / 1000.0},
         "health": list(G.graph.get("health", [])),
+        "inferred_dependencies": inferred_dependencies(G),
         "schema_version": G.graph.get("schema_version"),
         "opgraph_version": G.graph.get("opgraph_version"),
         **_job_section(G),
     }
+
+
+def inferred_dependencies(G: nx.DiGraph) -> list[dict[str, Any]]:
+    """The dependency kinds the graph builder inferred (edges with ``inferred=True``), one row
+    per edge kind and evidence: ``{"kind", "evidence", "count"}`` (docs/model.md, "Inferred
+    edges"), most frequent first."""
+    acc: dict[tuple[str, str], int] = {}
+    for _u, _v, d in G.edges(data=True):
+        if d.get("inferred"):
+            ev = d.get("evidence") or d.get("sync_kind") or d.get("cat") or ""
+            key = (str(d.get("kind")), str(ev))
+            acc[key] = acc.get(key, 0) + 1
+    return [{"kind": k, "evidence": e, "count": c} for (k, e), c in sorted(acc.items(), key=lambda kv: (-kv[1], kv[0]))]
 
 
 def _job_section(G: nx.DiGraph) -> dict[str, Any]:

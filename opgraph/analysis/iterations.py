@@ -4,13 +4,16 @@ Also home of the column view of a graph (:func:`graph_frame`) and of the analysi
 (:func:`analysis_window`: the steps' span, minus data loading) that the breakdown,
 overheads and multistream analyses share.
 
-Steps are found, in this order of preference:
+Steps are the windows of the one selector, :func:`opgraph.analysis.windows.select_windows`
+(the same steps as every other command), in this order of preference:
 
 1. host ranges (``annotation``/``cpu_op``/``python``) whose name matches ``step_regex``
-   (NVTX / ``record_function`` labels), when one is given;
-2. ``ProfilerStep#N`` host annotations (one step per distinct N);
+   (NVTX / ``record_function`` labels), else GPU annotations that match, when one is given
+   (a regex that matches nothing raises :class:`~opgraph.analysis.windows.WindowNotFound`);
+2. ``ProfilerStep#N`` host ranges (one step per distinct N);
 3. ``ProfilerStep#N`` GPU annotations (``gpu_user_annotation``), for device-only traces;
-4. data-loading markers (``DataLoader`` by default): step k runs from marker k to marker
+4. NVTX ``Iteration N`` ranges;
+5. data-loading markers (``DataLoader`` by default): step k runs from marker k to marker
    k+1, so M markers give M-1 steps (the seed's ``trim_trace_by_num_iter`` rule).
 
 Times are integer ns inside; the user-facing tables and JSON are in µs.
@@ -27,13 +30,12 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
+from opgraph.analysis.windows import WindowColumns, WindowError, Windows, select_windows
 from opgraph.errors import OpgraphInputError
+from opgraph.ingest.steps import NVTX_ITERATION_RE  # noqa: F401  (re-exported)
+from opgraph.ingest.steps import STEP_RE as PROFILER_STEP_RE  # noqa: F401  (re-exported)
 from opgraph.ingest.table import EventTable
 
-#: ``ProfilerStep#N``: the iteration marker written by ``torch.profiler.profile.step()``.
-PROFILER_STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
-#: ``Iteration N``: the NVTX iteration ranges of Nsight Systems traces (seed-algorithms §7).
-NVTX_ITERATION_RE = re.compile(r"^Iteration (\d+)$")
 #: Default data-loading markers (regular expressions searched in event names).
 DEFAULT_DATA_MARKERS: tuple[str, ...] = ("DataLoader",)
 
@@ -41,6 +43,8 @@ _KIND_CODES = {k: i for i, k in enumerate(
     ("annotation", "cpu_op", "python", "runtime", "kernel", "memcpy", "memset", "gpu_annotation"))}
 K_ANNOTATION, K_CPU_OP, K_PYTHON, K_RUNTIME, K_KERNEL, K_MEMCPY, K_MEMSET, K_GPU_ANNOTATION = range(8)
 K_OTHER = 8
+#: Kind name of each kind code (``K_OTHER`` -> ``"other"``).
+KIND_NAMES = np.array(list(_KIND_CODES) + ["other"], dtype=object)
 
 
 # --------------------------------------------------------------------------- graph frame
@@ -115,6 +119,15 @@ class GraphFrame:
                 idx, anc = idx[keep], anc[keep]
             self._depth = depth
         return self._depth
+
+    def window_columns(self) -> WindowColumns:
+        """The columns :func:`opgraph.analysis.windows.select_windows` reads (computed once)."""
+        c = self.cache.get("window_columns")
+        if c is None:
+            c = WindowColumns(KIND_NAMES[self.kind], self.name, self.ts, self.end, self.node, self.lane,
+                              self.launcher[self.launcher >= 0])
+            self.cache["window_columns"] = c
+        return c
 
     def args(self, pos: int) -> dict[str, Any]:
         """The ``args`` dict of the node at position ``pos`` (empty when absent)."""
@@ -236,63 +249,19 @@ def _match(names: np.ndarray, rx: re.Pattern[str]) -> np.ndarray:
     return hit[codes]
 
 
-def _steps_from_columns(kind: np.ndarray, name: np.ndarray, ts: np.ndarray, end: np.ndarray,
-                        ref: np.ndarray, step_regex: str | None,
-                        data_markers: Iterable[str] | None) -> tuple[pd.DataFrame, str]:
-    """Shared step finder over columns (graph frame or event table).
+def data_markers_of(markers: Iterable[str] | None) -> tuple[str, ...]:
+    """The data-loading marker regexes in force: ``None`` -> :data:`DEFAULT_DATA_MARKERS`."""
+    return tuple(m for m in (DEFAULT_DATA_MARKERS if markers is None else markers) if m)
 
-    ``kind`` are kind codes (K_*), ``ref`` the row references returned in ``ref``.
-    Returns (steps, source) with steps columns ``step``, ``name``, ``ts``, ``end``, ``ref``.
-    """
-    cols = ["step", "name", "ts", "end", "ref"]
-    host = kind <= K_PYTHON  # annotation, cpu_op, python
 
-    def frame(idx: np.ndarray, numbers: np.ndarray | None) -> pd.DataFrame:
-        df = pd.DataFrame({"name": name[idx], "ts": ts[idx], "end": end[idx], "ref": ref[idx]})
-        df["num"] = numbers if numbers is not None else -1
-        return df
-
-    if step_regex:
-        rx = re.compile(step_regex)
-        idx = np.flatnonzero(host & _match(name, rx))
-        if len(idx):
-            df = frame(idx, None).sort_values(["ts", "ref"]).reset_index(drop=True)
-            nums = df["name"].str.extract(r"(\d+)\s*$")[0]
-            if nums.notna().all() and not nums.duplicated().any():
-                df["step"] = nums.astype(np.int64).to_numpy()
-            else:
-                df["step"] = np.arange(len(df))
-            return df[cols], "regex"
-        return pd.DataFrame(columns=cols), "none"
-    for kinds, source, srx in (((K_ANNOTATION, K_CPU_OP, K_PYTHON), "profiler_step", PROFILER_STEP_RE),
-                               ((K_GPU_ANNOTATION,), "gpu_annotation", PROFILER_STEP_RE),
-                               ((K_ANNOTATION,), "nvtx_iteration", NVTX_ITERATION_RE)):
-        sel = np.isin(kind, kinds)
-        idx = np.flatnonzero(sel & _match(name, srx))
-        if len(idx):
-            nums = np.array([int(srx.match(s).group(1)) for s in name[idx]], dtype=np.int64)
-            df = frame(idx, nums)
-            df = (df.sort_values(["ts", "ref"])
-                    .groupby("num", sort=False)
-                    .agg(name=("name", "first"), ts=("ts", "min"), end=("end", "max"), ref=("ref", "first"))
-                    .reset_index().rename(columns={"num": "step"}))
-            df = df.sort_values(["ts", "step"]).reset_index(drop=True)
-            return df[cols], source
-    rx = _compile_markers(data_markers)
-    if rx is not None:
-        idx = np.flatnonzero(host & _match(name, rx))
-        if len(idx) >= 2:
-            df = frame(idx, None).sort_values(["ts", "ref"]).reset_index(drop=True)
-            # nested markers (a marker inside another): keep the outermost
-            df = df[df["ts"] >= df["end"].cummax().shift(1, fill_value=np.iinfo(np.int64).min)]
-            df = df.reset_index(drop=True)
-            if len(df) >= 2:
-                out = pd.DataFrame({"step": np.arange(len(df) - 1), "name": df["name"].iloc[:-1].to_numpy(),
-                                    "ts": df["ts"].iloc[:-1].to_numpy(), "end": df["ts"].iloc[1:].to_numpy(),
-                                    "ref": df["ref"].iloc[:-1].to_numpy()})
-                out["name"] = [f"iteration {i}" for i in range(len(out))]
-                return out[cols], "data_loader"
-    return pd.DataFrame(columns=cols), "none"
+def _steps_table(w: Windows) -> tuple[pd.DataFrame, str]:
+    """The steps of a selection (none when it fell back to the whole trace): columns
+    ``index``, ``step``, ``name``, ``ts``, ``end``, ``node``, and the source."""
+    if not w.is_steps:
+        w = Windows([], w.mode, "none")
+    t = w.to_frame().rename(columns={"eid": "node"})
+    t.insert(0, "index", np.arange(len(t), dtype=np.int64))
+    return t[["index", "step", "name", "ts", "end", "node"]].reset_index(drop=True), w.source
 
 
 @dataclass
@@ -302,7 +271,8 @@ class Steps:
     ``table`` has one row per step, sorted by start: ``index`` (0-based position),
     ``step`` (N of ``ProfilerStep#N``, or the position), ``name``, ``ts``/``end`` (ns) and
     ``node`` (the marker node, or -1). ``source`` says how they were found:
-    ``regex``, ``profiler_step``, ``gpu_annotation``, ``data_loader`` or ``none``.
+    ``regex``, ``profiler_step``, ``gpu_annotation``, ``nvtx_iteration``, ``data_loader`` or
+    ``none`` (:func:`opgraph.analysis.windows.select_windows`).
     """
 
     table: pd.DataFrame
@@ -321,23 +291,26 @@ def find_iterations(G: nx.DiGraph | GraphFrame, step_regex: str | None = None,
     G : networkx.DiGraph or GraphFrame
         The trace graph.
     step_regex : str, optional
-        Regular expression for step ranges on the host (NVTX / ``record_function``
-        labels). When given, only it is used.
+        Regular expression for step ranges: host ranges (NVTX / ``record_function``
+        labels) whose name it finds, else GPU annotations. When given, only it is used.
     data_markers : iterable of str, optional
         Regular expressions naming data-loading markers (default ``DataLoader``); used
-        only when no ``ProfilerStep#N`` range exists.
+        only when the trace has no step marker (``ProfilerStep#N``, ``Iteration N``).
 
     Returns
     -------
     Steps
+        ``source`` ``"none"`` and no rows when the trace has no step.
+
+    Raises
+    ------
+    opgraph.analysis.windows.WindowNotFound
+        ``step_regex`` matches no range (:class:`~opgraph.analysis.windows.WindowError`
+        when it is not a valid regex).
     """
     f = frame_of(G)
-    df, source = _steps_from_columns(f.kind, f.name, f.ts, f.end, np.arange(len(f)), step_regex, data_markers)
-    df = df.rename(columns={"ref": "pos"}).reset_index(drop=True)
-    df["node"] = f.node[df["pos"].to_numpy(np.int64)] if len(df) else np.empty(0, np.int64)
-    df.insert(0, "index", np.arange(len(df), dtype=np.int64))
-    df = df.astype({"step": np.int64, "ts": np.int64, "end": np.int64, "pos": np.int64, "node": np.int64})
-    return Steps(df.drop(columns="pos"), source)
+    w = select_windows(f, step_regex=step_regex, data_markers=data_markers_of(data_markers), lanes=False)
+    return Steps(*_steps_table(w))
 
 
 # --------------------------------------------------------------------------- intervals
@@ -475,7 +448,7 @@ def analysis_window(G: nx.DiGraph | GraphFrame, step_regex: str | None = None,
     Window
     """
     f = frame_of(G)
-    markers = tuple(DEFAULT_DATA_MARKERS if data_markers is None else data_markers)
+    markers = data_markers_of(data_markers)
     steps = find_iterations(f, step_regex, markers)
     if use_steps and len(steps):
         start, end = int(steps.table["ts"].min()), int(steps.table["end"].max())
@@ -643,7 +616,8 @@ def trim_table(table: EventTable, start: int, stop: int, step_regex: str | None 
     Raises
     ------
     OpgraphInputError
-        No steps in the trace, or an empty / out-of-range selection.
+        No steps in the trace (or none matching ``step_regex``), or an empty /
+        out-of-range selection.
     """
     ev = table.events
     path = table.meta.get("file")
@@ -656,12 +630,16 @@ def trim_table(table: EventTable, start: int, stop: int, step_regex: str | None 
     # only timed X-like events can be step markers
     usable = has_ts & (ev["dur_ns"].to_numpy(np.int64) >= 0)
     kk = np.where(usable, kind, K_OTHER).astype(np.int8)
-    steps, source = _steps_from_columns(kk, names, ts, ts + dur, np.arange(len(ev)), step_regex, data_markers)
+    cols = WindowColumns(KIND_NAMES[kk], names, ts, ts + dur, np.arange(len(ev), dtype=np.int64))
+    try:
+        steps, source = _steps_table(select_windows(cols, step_regex=step_regex,
+                                                    data_markers=data_markers_of(data_markers), lanes=False))
+    except WindowError as e:
+        raise OpgraphInputError(path, f"--iterations: no steps found ({e.for_option('--step-regex')})") from None
     n = len(steps)
     if n == 0:
-        raise OpgraphInputError(path, "--iterations: no steps found (no ProfilerStep#N, "
-                                + ("no range matching --step-regex" if step_regex else "no data-loader markers")
-                                + ")")
+        raise OpgraphInputError(path, "--iterations: no steps found (no ProfilerStep#N, no Iteration N, "
+                                      "no data-loader markers)")
     if not (-n <= start <= n and -n <= stop <= n):
         raise OpgraphInputError(path, f"--iterations {start}:{stop}: out of range; the trace has {n} steps "
                                       f"(positions 0..{n - 1})")

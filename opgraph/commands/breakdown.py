@@ -40,11 +40,13 @@ def breakdown(input: str, mode: str, depth: int, top: int | None, shapes: int, t
         device_breakdown, device_breakdown_doc, host_breakdown, host_breakdown_doc,
     )
     from opgraph.analysis.iterations import analysis_window, graph_frame
+    from opgraph.commands.window_option import window_errors
 
     check_regex(step_regex)
     G = load_input(input, fmt)
     f = graph_frame(G)
-    w = analysis_window(f, step_regex, markers(data_marker, no_data_markers), use_steps=not whole_trace)
+    with window_errors(input, "--step-regex"):
+        w = analysis_window(f, step_regex, markers(data_marker, no_data_markers), use_steps=not whole_trace)
     if mode == "device":
         doc = device_breakdown_doc(device_breakdown(f, w, include_python=with_python), depth, top or 10)
     else:

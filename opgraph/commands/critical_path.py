@@ -35,7 +35,8 @@ def _crossrank(G, input: str, window: str | None, ranks: str | None, as_json: bo
 @click.argument("input", type=str)
 @click.option("--window", default=None,
               help="'all' for the whole trace, or a regex matched against annotation/op names "
-                   "(default: each ProfilerStep#N, else the whole trace).")
+                   "(default: each ProfilerStep#N, else GPU ProfilerStep annotations, else NVTX "
+                   "'Iteration N', else the whole trace). A regex that matches nothing exits 2.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schemas/critical-path.schema.json).")
 @click.option("--no-path", is_flag=True, help="With --json, leave out the per-segment path.")
 @click.option("--top", default=8, show_default=True, help="Top ops and kernels shown per window.")
@@ -49,6 +50,7 @@ def critical_path_cmd(input: str, window: str | None, as_json: bool, no_path: bo
     On a multi-rank job graph (opgraph build DIR), one cross-rank path per step, in the
     window of the step's slowest rank, with gpu_comm_wait naming the rank waited for."""
     from opgraph.analysis.critical_path import critical_path
+    from opgraph.commands.window_option import check_window, window_errors
 
     G = load_input(input, job_ok=True)
     if isinstance(G.graph.get("job"), dict):
@@ -57,7 +59,9 @@ def critical_path_cmd(input: str, window: str | None, as_json: bool, no_path: bo
     if ranks is not None:
         raise OpgraphInputError(input, "--ranks needs a multi-rank job graph (opgraph build DIR -o job.gpickle); "
                                        "this graph has one rank")
-    res = critical_path(G, window=window)
+    check_window(G, input, window)
+    with window_errors(input, "--window"):
+        res = critical_path(G, window=window)
     if as_json:
         emit_json(res.to_dict(with_path=not no_path), "critical-path.schema.json")
         return

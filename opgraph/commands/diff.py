@@ -91,7 +91,8 @@ def _render(doc: dict[str, Any], console: Any, top: int) -> None:
         console.print(ct)
         console.print(f"bound: a {cp['a']['bound']}, b {cp['b']['bound']}")
     elif not st:
-        console.print("[dim]step time and critical path: not compared (a trace has no ProfilerStep)[/dim]")
+        console.print("[dim]step time and critical path: not compared (a trace has no step: no ProfilerStep#N "
+                      "or Iteration N)[/dim]")
 
 
 @main.command()

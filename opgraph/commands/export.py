@@ -102,9 +102,12 @@ def register_exporter(name: str, *param_decls: str, run: ExportFn, help: str,
 
 # --------------------------------------------------------------------------- perfetto
 def _write_perfetto(G: nx.DiGraph, path: str, opts: dict[str, Any]) -> str:
+    from opgraph.commands.window_option import check_window, window_errors
     from opgraph.export.perfetto import export_perfetto
 
-    s = export_perfetto(G, path, window=opts.get("window"))
+    check_window(G, opts.get("input"), opts.get("window"))
+    with window_errors(opts.get("input"), "--window"):
+        s = export_perfetto(G, path, window=opts.get("window"))
     return (f"{path}: {s['events']:,} original events + {s['flows']:,} critical-path flows, "
             f"{s['counter_events']:,} counter samples, {s['metadata_events']:,} names; "
             f"{s['critical_events']:,} critical events in {s['windows']} window(s) "
@@ -129,7 +132,8 @@ def _write_perfetto_job(G: nx.DiGraph, path: str, opts: dict[str, Any]) -> str:
 register_option(click.Option(
     ["--window"], default=None,
     help="Critical-path windows: 'all' for the whole trace, or a regex matched against "
-         "annotation/op names (default: each ProfilerStep#N, else the whole trace)."))
+         "annotation/op names (default: each step, ProfilerStep#N or NVTX 'Iteration N', else the "
+         "whole trace). A regex that matches nothing exits 2."))
 register_exporter("perfetto", "--perfetto", run=_write_perfetto, run_job=_write_perfetto_job,
                   suffixes=(".json", ".json.gz"),
                   help="Chrome/Perfetto trace JSON (.json or .json.gz): the original events plus the "

@@ -23,14 +23,16 @@ _LAST: dict[str, Any] = {}
 
 def _view(G: nx.DiGraph, opts: dict[str, Any]):
     """The view for these options (computed once when several formats are written)."""
+    from opgraph.commands.window_option import window_errors
     from opgraph.export.dot import graph_view
 
     key = (id(G), opts.get("window"), bool(opts.get("critical_only")), opts.get("collapse"), opts.get("max_nodes"))
     if _LAST.get("key") == key and _LAST.get("G") is G:
         return _LAST["view"]
     try:
-        v = graph_view(G, window=opts.get("window"), critical_only=bool(opts.get("critical_only")),
-                       collapse=opts.get("collapse"), max_nodes=opts.get("max_nodes"))
+        with window_errors(opts.get("input"), "--window"):
+            v = graph_view(G, window=opts.get("window"), critical_only=bool(opts.get("critical_only")),
+                           collapse=opts.get("collapse"), max_nodes=opts.get("max_nodes"))
     except ValueError as e:
         raise OpgraphInputError(opts.get("input"), str(e)) from None
     _LAST.clear()

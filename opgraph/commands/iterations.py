@@ -21,8 +21,9 @@ def window_options(f: Callable[..., Any]) -> Callable[..., Any]:
                      help="Data-loading marker (regex searched in host range names; repeatable). "
                           "Default: DataLoader.")(f)
     f = click.option("--step-regex", default=None, metavar="REGEX",
-                     help="Host ranges (NVTX / record_function labels) that delimit steps. "
-                          "Default: ProfilerStep#N, else GPU ProfilerStep annotations, else data-loader markers.")(f)
+                     help="Ranges (NVTX / record_function labels; GPU annotations when no host range matches) "
+                          "that delimit steps; one that matches nothing exits 2. Default: ProfilerStep#N, else GPU "
+                          "ProfilerStep annotations, else NVTX 'Iteration N', else data-loader markers.")(f)
     return f
 
 
@@ -52,13 +53,16 @@ def markers(data_marker: tuple[str, ...], no_data_markers: bool) -> tuple[str, .
 
 
 def check_regex(step_regex: str | None) -> None:
+    """An invalid ``--step-regex`` ends the command (exit 2, one line) before the input is read."""
     if step_regex:
         import re
+
+        from opgraph.errors import OpgraphInputError
 
         try:
             re.compile(step_regex)
         except re.error as e:
-            raise click.BadParameter(f"{step_regex!r}: {e}", param_hint="--step-regex") from None
+            raise OpgraphInputError("--step-regex", f"{step_regex!r} is not a valid regex ({e})") from None
 
 
 def stem(path: str) -> str:
@@ -98,10 +102,12 @@ def iterations(input: str, step_regex: str | None, data_marker: tuple[str, ...],
     A device activity belongs to the step in which the runtime call that launched it
     started. Step positions (#) are what `build --iterations A:B` selects."""
     from opgraph.analysis.iterations import iterations_doc
+    from opgraph.commands.window_option import window_errors
 
     check_regex(step_regex)
     G = load_input(input, fmt)
-    doc = iterations_doc(G, step_regex, markers(data_marker, no_data_markers))
+    with window_errors(input, "--step-regex"):
+        doc = iterations_doc(G, step_regex, markers(data_marker, no_data_markers))
     if csv_dir is not None:
         from opgraph.export.tables import iterations_frames
         write_frames(iterations_frames(doc), csv_dir, input)

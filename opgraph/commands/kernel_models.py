@@ -17,7 +17,8 @@ from opgraph.errors import OpgraphInputError
               help="Write the per-op-class roofline calibration.")
 @click.option("--device", default=None, metavar="NAME",
               help="The trace's GPU when its deviceProperties do not identify it (roofline peaks).")
-@click.option("--step-regex", "step_regex", default=None, help="Steps as in `opgraph overheads` (default ProfilerStep#N).")
+@click.option("--step-regex", "step_regex", default=None,
+              help="Steps as in `opgraph overheads` (default ProfilerStep#N); one that matches nothing exits 2.")
 @click.option("--job", "job", default=None, metavar="JOB.gpickle",
               help="The multi-rank job graph INPUT is a rank of (`opgraph build DIR -o JOB`, matched by the "
                    "file's sha256): remove from INPUT's collective kernels the time they waited for the other "
@@ -30,6 +31,7 @@ def kernel_models_cmd(input: str, lookup: str | None, calibration: str | None, d
     import re
 
     from opgraph.analysis.overheads import OverheadParams
+    from opgraph.commands.window_option import window_errors
     from opgraph.predict.kernel_models import device_peaks, write_json_file
     from opgraph.predict.model_build import build_calibration, build_lookup, profile_ops
 
@@ -58,7 +60,8 @@ def kernel_models_cmd(input: str, lookup: str | None, calibration: str | None, d
             raise OpgraphInputError(job, str(e)) from None
         click.echo(f"{input} is rank {rank} of {job}: {len(waits)} collective kernels, "
                    f"{sum(waits.values()) / 1e3:,.1f} us of cross-rank wait removed", err=True)
-    po = profile_ops(G, OverheadParams(step_regex=step_regex), comm_waits=waits)
+    with window_errors(input, "--step-regex"):
+        po = profile_ops(G, OverheadParams(step_regex=step_regex), comm_waits=waits)
     if not len(po.ops):
         raise OpgraphInputError(input, "no top-level CPU ops in the analysis window: nothing to measure")
     if lookup is not None:

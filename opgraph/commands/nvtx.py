@@ -9,13 +9,15 @@ activities attributed to it (kernels, copies and memsets); a name's projection i
 over its instances. Ranges are the ``annotation`` nodes of the graph (NVTX ranges for the
 nsys formats, ``record_function`` labels for Kineto).
 
-Iterations: ranges named ``Iteration <n>`` (or matching ``--step-regex``) are also listed
-one by one, with the kernel time attributed to each (Σ kernel durations).
+Iterations: the steps of the one window selector
+(:func:`opgraph.analysis.windows.select_windows`: ``ProfilerStep#N``, else NVTX ``Iteration
+N``; or the ranges matching ``--step-regex``) that are annotation ranges are also listed one
+by one, with the kernel time attributed to each (Σ kernel durations). A ``--step-regex``
+that matches nothing exits 2.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import click
@@ -24,9 +26,8 @@ import numpy as np
 import pandas as pd
 
 from opgraph.cli import _console, emit_json, load_input, main
+from opgraph.ingest.steps import NVTX_ITERATION_PATTERN, STEP_PATTERN
 
-#: Default iteration marker (NVTX ranges written by training loops).
-ITERATION_RE = r"^Iteration\s+(\d+)$"
 _ACT = ("kernel", "memcpy", "memset")
 
 
@@ -120,25 +121,31 @@ def nvtx_summary(G: nx.DiGraph, step_regex: str | None = None) -> dict[str, Any]
                 "kernels": int(g["kernels"].sum()), "kernel_total_us": float(g["kernel_ns"].sum()) / 1e3,
             })
         rows.sort(key=lambda r: (-r["gpu_proj_total_us"], -r["cpu_total_us"], r["name"]))
-    rx = re.compile(step_regex or ITERATION_RE)
+    from opgraph.analysis.windows import select_windows
+
+    wins = select_windows(G, step_regex=step_regex, lanes=False)  # WindowNotFound: the caller's
+    pattern = step_regex or (STEP_PATTERN if wins.source in ("profiler_step", "gpu_annotation")
+                             else NVTX_ITERATION_PATTERN)
     its = []
-    if len(inst):
-        sel = inst[[bool(rx.search(str(n))) for n in inst["name"]]]
-        for pos, r in enumerate(sel.itertuples(index=False)):
-            m = re.search(r"(\d+)\s*$", str(r.name))
-            its.append({"index": pos, "step": int(m.group(1)) if m else pos, "name": str(r.name),
-                        "start_us": r.ts / 1e3, "cpu_us": r.cpu_ns / 1e3,
-                        "gpu_start_us": r.gpu_start / 1e3 if r.gpu_start >= 0 else None,
-                        "gpu_proj_us": r.gpu_proj_ns / 1e3, "kernels": int(r.kernels),
-                        "kernel_us": r.kernel_ns / 1e3})
+    if len(inst) and wins.is_steps:
+        by_eid = inst.set_index("eid")
+        ann = [w for w in wins if w.eid is not None and w.eid in by_eid.index]
+        for pos, w in enumerate(ann):
+            r = by_eid.loc[w.eid]
+            its.append({"index": pos, "step": int(w.step), "name": str(w.name),
+                        "start_us": int(r["ts"]) / 1e3, "cpu_us": int(r["cpu_ns"]) / 1e3,
+                        "gpu_start_us": int(r["gpu_start"]) / 1e3 if r["gpu_start"] >= 0 else None,
+                        "gpu_proj_us": int(r["gpu_proj_ns"]) / 1e3, "kernels": int(r["kernels"]),
+                        "kernel_us": int(r["kernel_ns"]) / 1e3})
     return {"source": G.graph.get("source", {}), "ranges": rows, "instances": int(len(inst)),
-            "step_regex": step_regex or ITERATION_RE, "iterations": its}
+            "step_regex": pattern, "iterations": its}
 
 
 @main.command("nvtx")
 @click.argument("input", type=click.Path(dir_okay=False))
 @click.option("--step-regex", default=None, metavar="REGEX",
-              help=f"Ranges listed as iterations (default: {ITERATION_RE!r}).")
+              help="Ranges listed as iterations (default: the steps, ProfilerStep#N else NVTX 'Iteration N'); "
+                   "one that matches nothing exits 2.")
 @click.option("--top", default=30, show_default=True, help="Range names shown.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schemas/nvtx.schema.json).")
 @click.option("--format", "fmt", default=None, help="Force the input format of a raw trace.")
@@ -147,13 +154,13 @@ def nvtx_cmd(input: str, step_regex: str | None, top: int, as_json: bool, fmt: s
 
     A kernel belongs to a range when its launching API call lies inside the range on the
     same thread (never by GPU time)."""
-    if step_regex:
-        try:
-            re.compile(step_regex)
-        except re.error as e:
-            raise click.BadParameter(f"{step_regex!r}: {e}", param_hint="--step-regex") from None
+    from opgraph.commands.iterations import check_regex
+    from opgraph.commands.window_option import window_errors
+
+    check_regex(step_regex)
     G = load_input(input, fmt)
-    doc = nvtx_summary(G, step_regex)
+    with window_errors(input, "--step-regex"):
+        doc = nvtx_summary(G, step_regex)
     if as_json:
         emit_json(doc, "nvtx.schema.json")
         return

@@ -42,6 +42,7 @@ def overheads(input: str, output: str | None, by_shapes: bool, t1_max_gap_us: fl
     from opgraph.analysis.breakdown import DEFAULT_MODULE_MARKERS
     from opgraph.analysis.iterations import analysis_window, graph_frame
     from opgraph.analysis.overheads import DEFAULT_LAUNCH_APIS, OverheadParams, overhead_samples, overheads_doc
+    from opgraph.commands.window_option import window_errors
 
     check_regex(step_regex)
     p = OverheadParams(t1_max_gap_us=t1_max_gap_us, t1_min_gap_us=t1_min_gap_us,
@@ -51,7 +52,8 @@ def overheads(input: str, output: str | None, by_shapes: bool, t1_max_gap_us: fl
                        drop_outliers=None if drop_outliers == "none" else drop_outliers)
     G = load_input(input, fmt)
     f = graph_frame(G)
-    w = analysis_window(f, step_regex, p.data_markers, use_steps=not whole_trace)
+    with window_errors(input, "--step-regex"):
+        w = analysis_window(f, step_regex, p.data_markers, use_steps=not whole_trace)
     samples = overhead_samples(f, p, w, with_shapes=by_shapes or csv_dir is not None)
     doc = overheads_doc(f, p, by_shapes, samples)
     if output:

@@ -49,7 +49,8 @@ from opgraph.errors import OpgraphInputError
 @click.option("--no-infer", "no_infer", is_flag=True,
               help="Use only the graph's edges (no inferred launch-queue, hand-off and cross-stream waits).")
 @click.option("--window", default=None,
-              help="Step windows as in critical-path: 'all', a regex, default each ProfilerStep#N.")
+              help="Step windows as in critical-path: 'all', a regex (one that matches nothing exits 2), "
+                   "default each step (ProfilerStep#N or NVTX 'Iteration N').")
 @click.option("--perfetto", "perfetto", default=None, type=str, metavar="OUT",
               help="Write the predicted timeline as a Chrome/Perfetto trace (.json or .json.gz).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schemas/predict.schema.json).")
@@ -64,6 +65,7 @@ def predict_cmd(input: str, replay: bool, scale_kernels: tuple[str, ...], scale_
     transforms: per-step time, GPU busy/idle and critical-path composition, against the
     measured trace. With --et (no INPUT): predict an execution trace's iteration time from
     a profile's overheads and kernel models (docs/predict.md)."""
+    from opgraph.commands.window_option import check_window
     from opgraph.predict import WhatIfError, parse_transforms, predict
 
     if et is not None:
@@ -100,6 +102,7 @@ def predict_cmd(input: str, replay: bool, scale_kernels: tuple[str, ...], scale_
         from opgraph.graph.io import check_writable
         check_writable(perfetto)
     G = load_input(input)
+    check_window(G, input, window)
     try:
         res = predict(G, transforms, window=window, source_device=source_device, infer=not no_infer)
     except ValueError as e:
@@ -219,8 +222,8 @@ def _render(doc: dict[str, Any], perfetto: str | None) -> None:
     inf = doc["model"]["inferred"]
     parts = [f"{inf.get('blocked_calls', 0)} launch calls blocked on a full launch queue"
              + (f" (depth {', '.join(str(q) for q in inf['queue_depth'].values())})" if inf.get("queue_depth") else ""),
-             f"{inf.get('handoffs', 0)} cross-thread hand-offs", f"{inf.get('stream_waits', 0)} cross-stream waits"]
-    if any(inf.get(k) for k in ("blocked_calls", "handoffs", "stream_waits")):
+             f"{inf.get('handoff_edges', 0)} cross-thread hand-offs", f"{inf.get('stream_wait_edges', 0)} cross-stream waits"]
+    if any(inf.get(k) for k in ("blocked_calls", "handoff_edges", "stream_wait_edges")):
         con.print("inferred dependencies: " + ", ".join(parts))
     if doc["model"]["dropped_cycle_edges"]:
         con.print(f"[yellow]note:[/yellow] {doc['model']['dropped_cycle_edges']} edges dropped to break cycles")

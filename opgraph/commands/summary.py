@@ -34,9 +34,12 @@ def summary(input: str, batch_size: int | None, step_regex: str | None, data_mar
         from opgraph.multirank.commands import summary_command
         summary_command([input], workers, scheduler, as_json)
         return
+    from opgraph.commands.window_option import window_errors
+
     check_regex(step_regex)
     G = load_input(input, fmt)
-    doc = summary_doc(G, batch_size, step_regex, markers(data_marker, no_data_markers))
+    with window_errors(input, "--step-regex"):
+        doc = summary_doc(G, batch_size, step_regex, markers(data_marker, no_data_markers))
     if csv_dir is not None:
         from opgraph.export.tables import summary_frames
         write_frames(summary_frames(doc), csv_dir, input)

@@ -32,7 +32,8 @@ import numpy as np
 
 from opgraph.analysis.arrays import GraphArrays
 from opgraph.analysis.breakdown import DEFAULT_MODULE_MARKERS, module_mask, short_kernel_name
-from opgraph.analysis.critical_path import BoundaryDAG, _windows, boundary_dag
+from opgraph.analysis.critical_path import BoundaryDAG, boundary_dag, segments, walk_back, window_sinks
+from opgraph.analysis.windows import select_windows
 
 COLLAPSE_MODES = ("op", "module")
 DEFAULT_MAX_NODES = 400
@@ -242,52 +243,29 @@ def _window_members(a: GraphArrays, dag: BoundaryDAG, wins: list[tuple[str, int 
     return mask, mem_sorted, key_sorted
 
 
-def critical_chain(dag: BoundaryDAG, mem_sorted: np.ndarray, key_sorted: np.ndarray, ws: int, we: int
-                   ) -> tuple[list[int], dict[int, int], int]:
+def critical_chain(dag: BoundaryDAG, sink: int, ws: int) -> tuple[list[int], dict[int, int], int]:
     """The critical path of one window as node positions in time order, the time (ns) each
-    node owns on it, and the path length.
+    node owns on it (inside its own interval), and the path length.
 
-    The same walk as :func:`opgraph.analysis.critical_path.critical_path` (back from the
-    window's last end along critical predecessors until the window start), but it keeps
-    every node the walk passes through, also those it crosses in zero time (a launch
-    call between its parent op and the kernel), so the drawn path is connected."""
-    a = dag.arr
-    lo = int(np.searchsorted(key_sorted, ws, side="left"))
-    hi = int(np.searchsorted(key_sorted, we, side="left"))
-    if hi <= lo:
+    The one engine's walk (:func:`opgraph.analysis.critical_path.walk_back` from the
+    window's sink, :func:`opgraph.analysis.critical_path.window_sinks`) and segments; the
+    chain keeps every node the walk passes through, also those it crosses in zero time (a
+    launch call between its parent op and the kernel), so the drawn path is connected."""
+    if sink < 0:
         return [], {}, 0
-    sel = mem_sorted[lo:hi]
-    sink = int(sel[int(np.argmax(a.end[sel]))])
-    t, cpred, cown = dag.t, dag.cpred, dag.cown
-    b = 2 * sink + 1
-    tb = int(t[b])
-    seq = [sink]
+    steps = walk_back(dag, 2 * sink + 1, ws)
+    seq: list[int] = []
+    for _e, u, b, _t0, _t1 in steps:
+        for p in ((u // 2) if u >= 0 else -1, b // 2):
+            if p >= 0 and (not seq or seq[-1] != p):
+                seq.append(p)
     own: dict[int, int] = defaultdict(int)
-    guard = len(t) + 1
-    while guard:
-        guard -= 1
-        u = int(cpred[b])
-        ow = int(cown[b])
-        if u < 0:
-            if tb > ws:
-                own[b // 2] += tb - ws
-            break
-        tu = min(int(t[u]), tb)
-        if tu <= ws:
-            if tb > ws:
-                own[ow] += tb - ws
-            if int(t[u]) == ws and u // 2 != seq[-1]:
-                seq.append(u // 2)  # the window's own range (its start is the window start)
-            break
-        if tb > tu:
-            own[ow] += tb - tu
-        if u // 2 != seq[-1]:
-            seq.append(u // 2)
-        b, tb = u, tu
-    seq.reverse()
-    length = int(sum(own.values()))
-    # owners that are not on the node chain (a parent owning the gap between two children)
-    return seq, dict(own), length
+    length = 0
+    for r in segments(dag, steps):
+        length += r.t1 - r.t0
+        if r.owner >= 0:
+            own[r.owner] += r.t1 - r.t0
+    return seq, dict(own), int(length)
 
 
 def _lane_names(G: nx.DiGraph) -> dict[tuple, str]:
@@ -315,9 +293,10 @@ def graph_view(G: nx.DiGraph, window: str | None = None, critical_only: bool = F
     G : networkx.DiGraph
         A graph built by opgraph.
     window : str, optional
-        As ``critical-path --window``: ``None`` for every ``ProfilerStep#N`` (the whole
-        trace when there are none), ``"all"``, or a regex matched against range names (all
-        matches are drawn). The members of a window are the host events that start in it
+        As ``critical-path --window`` (:func:`opgraph.analysis.windows.select_windows`):
+        ``None`` for every step (``ProfilerStep#N``, else GPU ``ProfilerStep`` annotations,
+        else NVTX ``Iteration N``; the whole trace when there are none), ``"all"``, or a
+        regex matched against range names (all matches are drawn). The members of a window are the host events that start in it
         and the device activities whose launch call starts in it.
     critical_only : bool
         Draw only the nodes of the critical path and their one-hop neighbours (any edge,
@@ -334,22 +313,18 @@ def graph_view(G: nx.DiGraph, window: str | None = None, critical_only: bool = F
 
     Raises
     ------
+    opgraph.analysis.windows.WindowNotFound
+        When the window regex matches nothing (``WindowError``: not a valid regex).
     ValueError
-        When the window regex matches nothing or the graph has no events to draw.
+        When the graph has no events to draw.
     """
     a = arr if arr is not None else GraphArrays.from_graph(G)
     if not a.n:
         raise ValueError("the graph has no events to draw")
+    sel = select_windows(a, window)
+    wins, mode = [(w.name, w.eid, w.start_ns, w.end_ns) for w in sel], sel.mode
     d = dag if dag is not None else boundary_dag(G, a)
-    if window:
-        try:
-            re.compile(window) if window != "all" else None
-        except re.error as e:
-            raise ValueError(f"--window {window!r} is not a valid regex: {e}") from None
-    wins, mode = _windows(G, a, window)
-    if not wins:
-        raise ValueError(f"--window {window!r} matches no annotation, op or GPU annotation")
-    member, mem_sorted, key_sorted = _window_members(a, d, wins)
+    member, _, _ = _window_members(a, d, wins)
     parent = _host_parent(a)
     rep = _representatives(a, parent, collapse)
 
@@ -357,8 +332,8 @@ def graph_view(G: nx.DiGraph, window: str | None = None, critical_only: bool = F
     crit_own: dict[int, int] = defaultdict(int)
     chains: list[list[int]] = []
     crit_len = 0
-    for _, _, ws, we in wins:
-        seq, own, length = critical_chain(d, mem_sorted, key_sorted, ws, we)
+    for w, (sink, _end) in zip(sel.items, window_sinks(d, sel.items)):
+        seq, own, length = critical_chain(d, sink, w.start_ns)
         chains.append(seq)
         crit_len += length
         for p, v in own.items():  # overlapping windows (nested ranges) share nodes: the longest

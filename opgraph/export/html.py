@@ -232,7 +232,7 @@ def _table(head: list[str], rows: list[list[str]], cls: str = "") -> str:
     th = "".join(f"<th>{_esc(h)}</th>" for h in head)
 
     def td(c: str) -> str:
-        return f"<td>{c}</td>" if (not c or 'class="num' in c) else f'<td class="l">{c}</td>'
+        return f"<td>{c}</td>" if (not c or 'class="num' in c or 'class="val' in c) else f'<td class="l">{c}</td>'
     body = "".join("<tr>" + "".join(td(c) for c in r) + "</tr>" for r in rows)
     return f'<table class="{cls}"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
 
@@ -268,8 +268,21 @@ def _section_cp(data: dict[str, Any], picture: str | None, picture_note: str) ->
 
 def _section_idle(data: dict[str, Any]) -> str:
     idle = data["idle"]
-    parts = [_chart("idle_streams", "GPU idle per stream by category (µs, HTA's categories)",
-                    "hover: values · drag: zoom · double-click: reset", 300)]
+    parts = []
+    crow = []
+    for i, d in enumerate(idle["devices"]):
+        for c in d.get("causes_us", {}):
+            pct = 100.0 * d["causes_us"][c] / d["idle_us"] if d["idle_us"] else 0.0
+            crow.append([f"GPU {d['device']}", _esc(c), _num(data, "idle", f"devices/{i}/causes_us/{c}"),
+                         f'<span class="val">{fmt_pct(pct)}</span>'])
+        for k, v in d.get("device_wait_by_us", {}).items():
+            crow.append([f"GPU {d['device']}", f"device_wait held by {_esc(k)}", f'<span class="val">{fmt_num(v)}</span>',
+                         ""])
+    if crow:
+        parts.append('<h3>Why the GPU was idle (µs; the causes sum to the idle, docs/idle.md)</h3>')
+        parts.append(_table(["device", "cause", "µs", "% of idle"], crow, "small"))
+    parts.append(_chart("idle_streams", "GPU idle per stream by category (µs, HTA's categories)",
+                        "hover: values · drag: zoom · double-click: reset", 300))
     rows = []
     for i, r in enumerate(idle["blame_top"]):
         rows.append([_esc(r["kind"]), f'<span class="name" title="{_esc(r["name"])}">{_esc(_short(r["name"]))}</span>',

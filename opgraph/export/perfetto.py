@@ -109,9 +109,11 @@ def critical_args(cp: Any, categories: Sequence[str] = CATEGORIES) -> dict[int, 
     :class:`~opgraph.analysis.critical_path.CriticalPathResult`, or the cross-rank
     :class:`~opgraph.analysis.crossrank.CrossRankResult` with ``categories`` =
     :data:`~opgraph.analysis.crossrank.CROSS_CATEGORIES`)."""
-    segs = [s for w in cp.windows for s in w.path]
+    allsegs = [s for w in cp.windows for s in w.path]
+    segs = [s for s in allsegs if s.eid is not None]
+    waits = wait_args(allsegs)
     if not segs:
-        return {}
+        return waits
     n = len(segs)
     df = pd.DataFrame({
         "eid": np.fromiter((s.eid for s in segs), dtype=np.int64, count=n),
@@ -124,15 +126,52 @@ def critical_args(cp: Any, categories: Sequence[str] = CATEGORIES) -> dict[int, 
     total = df.groupby("eid", sort=False)["dur"].sum()
     tot = total.reindex(best["eid"]).to_numpy()
     k_crit, k_bound, k_us = ARG_PREFIX + "critical", ARG_PREFIX + "bound_by", ARG_PREFIX + "critical_us"
-    return {e: {k_crit: True, k_bound: c, k_us: t}
-            for e, c, t in zip(best["eid"].tolist(), best["cat"].astype(str).tolist(), _us(tot).tolist())}
+    out = {e: {k_crit: True, k_bound: c, k_us: t}
+           for e, c, t in zip(best["eid"].tolist(), best["cat"].astype(str).tolist(), _us(tot).tolist())}
+    for e, a in waits.items():
+        out.setdefault(e, {}).update(a)
+    return out
+
+
+def wait_args(segs: Sequence[Any]) -> dict[int, dict[str, Any]]:
+    """For critical-path stretches that lie between events (waits, launch latencies,
+    untraced time): on the event the stretch leads to, ``opgraph.waited_before_us`` (their
+    total, µs), ``opgraph.waited_before`` (the category of the longest) and
+    ``opgraph.waited_on`` (the lane it happened on, and the event it came from)."""
+    acc: dict[int, list[Any]] = {}
+    for s in segs:
+        if s.eid is None and s.to_eid is not None:
+            acc.setdefault(int(s.to_eid), []).append(s)
+    out: dict[int, dict[str, Any]] = {}
+    for e, ss in acc.items():
+        lw = max(ss, key=lambda x: x.dur_ns)
+        on = lw.lane + (f" after event {lw.from_eid}" if lw.from_eid is not None else " (nothing recorded before)")
+        out[e] = {ARG_PREFIX + "waited_before_us": sum(x.dur_ns for x in ss) / 1000.0,
+                  ARG_PREFIX + "waited_before": lw.bound_by, ARG_PREFIX + "waited_on": on}
+    return out
 
 
 def idle_args(idle: IdleResult) -> dict[int, dict[str, Any]]:
     """``opgraph.idle_blame_us`` per host event (its exclusive, leaf-level share of the
-    CPU-induced GPU idle; see docs/idle.md)."""
+    CPU-induced GPU idle), and on each device activity that ends a device-idle gap
+    ``opgraph.idle_before_us`` (the gap) and ``opgraph.idle_cause_us`` (its split by
+    cause, µs; docs/idle.md)."""
+    from opgraph.analysis.idle import CAUSES
+
     key = ARG_PREFIX + "idle_blame_us"
-    return {int(e): {key: ns / 1000.0} for e, ns in idle.per_eid_blame_ns.items() if ns > 0}
+    out: dict[int, dict[str, Any]] = {int(e): {key: ns / 1000.0} for e, ns in idle.per_eid_blame_ns.items() if ns > 0}
+    g = idle.gaps
+    if len(g):
+        k_gap, k_cause = ARG_PREFIX + "idle_before_us", ARG_PREFIX + "idle_cause_us"
+        causes = {c: (g[c].to_numpy(np.int64) / 1000.0).tolist() for c in CAUSES}
+        for j, (e, g0, g1) in enumerate(zip(g["ender"].tolist(), g["start_ns"].tolist(), g["end_ns"].tolist())):
+            d = out.setdefault(int(e), {})
+            d[k_gap] = d.get(k_gap, 0.0) + (g1 - g0) / 1000.0
+            cu = d.setdefault(k_cause, {})
+            for c in CAUSES:
+                if causes[c][j]:
+                    cu[c] = cu.get(c, 0.0) + causes[c][j]
+    return out
 
 
 def launch_args(arr: GraphArrays) -> dict[int, dict[str, Any]]:
@@ -239,8 +278,11 @@ def critical_crossings(ev: pd.DataFrame, cp: Any) -> pd.DataFrame:
     """Consecutive critical-path segments whose events lie on different (pid, tid) lanes:
     columns ``src``, ``dst`` (event ids), ``t`` (the hand-over time, ns), ``bound_by`` (the
     category of the destination segment). One row per distinct (src, dst) pair."""
-    rows = [(a.eid, b.eid, a.end_ns, b.bound_by) for w in cp.windows for a, b in zip(w.path, w.path[1:])
-            if a.eid != b.eid]
+    def anchor(x: Any) -> int | None:  # a stretch between events belongs to the event it leads to
+        return x.eid if x.eid is not None else (x.to_eid if x.to_eid is not None else x.from_eid)
+
+    rows = [(anchor(a), anchor(b), a.end_ns, b.bound_by) for w in cp.windows for a, b in zip(w.path, w.path[1:])
+            if anchor(a) != anchor(b) and anchor(a) is not None and anchor(b) is not None]
     df = pd.DataFrame(rows, columns=["src", "dst", "t", "bound_by"])
     if not len(df):
         return df

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 
@@ -71,6 +72,15 @@ def render_info(doc: dict[str, Any], console: Console) -> None:
     if not health:
         t.add_row("ok", "0", "", "no oddities found")
     console.print(t)
+    inferred = doc.get("inferred_dependencies") or []
+    if inferred:
+        ti = Table(title="Inferred dependencies (edges with inferred=True; docs/model.md)", title_justify="left")
+        ti.add_column("edge kind")
+        ti.add_column("evidence")
+        ti.add_column("count", justify="right")
+        for r in inferred:
+            ti.add_row(r["kind"], escape(r["evidence"]), f"{r['count']:,}")
+        console.print(ti)
 
 
 def render_job(job: dict[str, Any], console: Console) -> None:
@@ -109,12 +119,31 @@ def render_critical_path(res, console: Console, top: int = 8) -> None:
 
     for w in res.windows:
         console.print(path_breakdown_table(
-            f"{w.name}: span {w.span_ns / 1e3:,.1f} µs, critical path {w.length_ns / 1e3:,.1f} µs, bound by {w.bound}",
-            w.breakdown_ns, w.breakdown_pct, CATEGORIES))
+            f"{escape(w.name)}: span {w.span_ns / 1e3:,.1f} µs, critical path {w.length_ns / 1e3:,.1f} µs, "
+            f"bound by {w.bound}", w.breakdown_ns, w.breakdown_pct, CATEGORIES))
+        d = w.to_dict(with_path=False)
+        print_confidence(d["inferred_us"], d["inferred_pct"], d["longest_wait"], console)
         print_top_on_path(w, console, top)
+    summ = res.summary()
     console.print(path_summary_table(
-        f"Summary over {{windows}} window(s) ({res.window_mode}): bound by {{bound}}", res.summary(), CATEGORIES,
-        "total (= span)"))
+        f"Summary over {{windows}} window(s) ({res.window_mode}): bound by {{bound}}", summ, CATEGORIES,
+        "total (= union of the windows)"))
+    print_confidence(summ["inferred_us"], summ["inferred_pct"], summ["longest_wait"], console)
+    if summ["overlap_us"] > 0:
+        console.print(f"windows overlap by {summ['overlap_us']:,.1f} µs (sum of spans {summ['sum_span_us']:,.1f} µs): "
+                      "the summary counts each instant once, in the earlier window")
+
+
+def print_confidence(inferred_us: float, inferred_pct: float, longest: dict[str, Any] | None,
+                     console: Console) -> None:
+    """How sure the path is: the time resting on inferred dependencies and the longest wait."""
+    line = f"inferred dependencies carry {inferred_us:,.1f} µs ({inferred_pct:.1f} %) of the path"
+    if longest:
+        where = escape(longest["lane"])
+        what = escape(longest["name"])
+        line += (f"; longest wait: {longest['bound_by']} {longest['dur_us']:,.1f} µs on {where} ({what})"
+                 + (escape(" [inferred]") if longest.get("inferred") else ""))
+    console.print(line)
 
 
 def path_breakdown_table(title: str, b_ns: dict[str, int], pct: dict[str, float], categories: tuple[str, ...]
@@ -141,7 +170,7 @@ def print_top_on_path(w: Any, console: Console, top: int) -> None:
             tt.add_column("µs", justify="right")
             tt.add_column("%", justify="right")
             for r in rows:
-                tt.add_row(r["kind"], r["name"], f"{r['time_us']:,.1f}", f"{r['pct']:.1f}")
+                tt.add_row(r["kind"], escape(str(r["name"])), f"{r['time_us']:,.1f}", f"{r['pct']:.1f}")
             console.print(tt)
 
 
@@ -161,22 +190,30 @@ def path_summary_table(title: str, s: dict[str, Any], categories: tuple[str, ...
 
 def render_idle(res, console: Console, top: int = 15) -> None:
     """Print ``opgraph idle`` tables."""
-    t = Table(title="GPU idle per device", title_justify="left")
-    for c in ("device", "span µs", "busy µs", "busy %", "idle µs", "CPU-induced µs", "launch latency µs",
-              "gaps (CPU-induced)"):
+    from opgraph.analysis.idle import CAUSES
+
+    t = Table(title="GPU idle per device, by cause (µs; the causes sum to the idle)", title_justify="left")
+    for c in ("device", "span", "busy", "busy %", "idle") + tuple(c.replace("_", " ") for c in CAUSES) + (
+            "gaps (host late)",):
         t.add_column(c, justify="right")
     for d in res.devices:
         x = d.to_dict()
         t.add_row(str(d.device), f"{x['span_us']:,.1f}", f"{x['busy_us']:,.1f}", f"{x['busy_pct']:.1f}",
-                  f"{x['idle_us']:,.1f}", f"{x['cpu_induced_idle_us']:,.1f}", f"{x['launch_latency_us']:,.1f}",
+                  f"{x['idle_us']:,.1f}", *(f"{x['causes_us'][c]:,.1f}" for c in CAUSES),
                   f"{d.gaps:,} ({d.cpu_induced_gaps:,})")
     console.print(t)
-    t = Table(title=f"Per stream (HTA categories; kernel wait < {res.kernel_wait_us:g} µs)", title_justify="left")
-    for c in ("device", "stream", "span µs", "busy µs", "idle µs", "host wait µs", "kernel wait µs", "other µs"):
+    for d in res.devices:
+        for k, v in list(d.device_wait_by_ns.items())[:5]:
+            console.print(f"GPU {d.device} device_wait {v / 1e3:,.1f} µs held by {escape(k)}")
+    t = Table(title=f"Per stream: idle by cause, and HTA's categories (kernel wait < {res.kernel_wait_us:g} µs), µs",
+              title_justify="left")
+    for c in ("device", "stream", "busy", "idle") + tuple(c.replace("_", " ") for c in CAUSES) + (
+            "HTA host wait", "HTA kernel wait", "HTA other"):
         t.add_column(c, justify="right")
     for s in res.streams:
         x = s.to_dict()
-        t.add_row(str(s.device), str(s.stream), f"{x['span_us']:,.1f}", f"{x['busy_us']:,.1f}", f"{x['idle_us']:,.1f}",
+        t.add_row(str(s.device), str(s.stream), f"{x['busy_us']:,.1f}", f"{x['idle_us']:,.1f}",
+                  *(f"{x['causes_us'][c]:,.1f}" for c in CAUSES),
                   f"{x['host_wait_us']:,.1f}", f"{x['kernel_wait_us']:,.1f}", f"{x['other_us']:,.1f}")
     console.print(t)
     for level, title in (("leaf", "CPU-induced idle blamed on leaf CPU ops"),
@@ -189,7 +226,8 @@ def render_idle(res, console: Console, top: int = 15) -> None:
         t.add_column("µs", justify="right")
         t.add_column("share %", justify="right")
         for r in b.head(top).itertuples():
-            t.add_row(str(r.kind), str(r.name), f"{r.count:,}", f"{r.blame_ns / 1e3:,.1f}", f"{100 * r.share:.1f}")
+            t.add_row(str(r.kind), escape(str(r.name)), f"{r.count:,}", f"{r.blame_ns / 1e3:,.1f}",
+                      f"{100 * r.share:.1f}")
         if len(b) > top:
             rest = b.iloc[top:]
             t.add_row("", f"… {len(rest)} more", "", f"{rest['blame_ns'].sum() / 1e3:,.1f}",

@@ -50,7 +50,7 @@ def render_crossrank_path(res: CrossRankResult, console: Console, top: int = 8) 
     summarised = f" (summarised: {','.join(map(str, res.summarised))})" if res.summarised else ""
     console.print(path_summary_table(
         f"Summary over {{windows}} step(s), ranks {','.join(map(str, res.ranks))}{summarised}: bound by {{bound}}",
-        res.summary(), CROSS_CATEGORIES, "total (= slowest ranks' spans)"))
+        res.summary(), CROSS_CATEGORIES, "total (= union of the steps' windows)"))
 
 
 def render_stragglers(rep: StragglerReport, console: Console, top: int = 15) -> None:

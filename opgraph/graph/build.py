@@ -16,10 +16,12 @@ import pandas as pd
 
 import opgraph
 from opgraph.graph.linking import (
-    BLOCKING_COPY_RE, DEVICE_SYNC_RE, EVENT_SYNC_RE, LAUNCH_API_RE, LAUNCH_FLOW_CATS,
-    STREAM_SYNC_RE, Edges, StreamIndex, bind_points, link_launches,
+    BLOCKING_COPY_RE, DEVICE_SYNC_RE, EVENT_SYNC_RE, LAUNCH_API_RE, LAUNCH_FLOW_CATS, PRE_TRACE_NS,
+    STREAM_SYNC_RE, SYNC_RECORD_KINDS, Edges, StreamIndex, bind_points, link_launches,
 )
 from opgraph.graph.nesting import NEST_TOLERANCE_NS, nest_sweep, sibling_pairs
+from opgraph.graph.streams import infer_stream_waits, infer_wait_calls
+from opgraph.graph.threads import fwdbwd_by_sequence, infer_handoffs
 from opgraph.ingest.table import (
     DEVICE_ACTIVITY_KINDS, DEVICE_KINDS, HOST_KINDS, NODE_KINDS, NONE_ID, EventTable, HealthItem,
 )
@@ -28,7 +30,8 @@ from opgraph.ingest.table import (
 SYNC_TOLERANCE_NS = 1000
 #: Edge kinds; ``collective`` edges exist only in multi-rank job graphs (opgraph/multirank).
 EDGE_KINDS = ("nest", "host_seq", "launch", "stream_seq", "sync", "event_wait", "flow", "data",  # [issue #7] + data
-              "collective")  # [issue #9]
+              "collective",  # [issue #9]
+              "handoff")  # inferred cross-thread hand-offs (opgraph/graph/threads.py)
 
 Step = Callable[[str], None]
 
@@ -188,20 +191,46 @@ def build_payload(table: EventTable, step: Step = _noop) -> dict[str, Any]:
     launcher_pid[launch.dst] = pid_codes[launch.src]
     launcher = np.full(len(ev), NONE_ID, dtype=np.int64)
     launcher[launch.dst] = launch.src
-    sidx = StreamIndex(eid[act], dkey[act], ts[act], end[act], launch_ts[act], launcher_pid[act], launcher[act])
-    blocking_rt = set(launch.src[_pageable_dtoh(names[launch.dst])].tolist())
+    # activities without a launch call in the trace were enqueued before it began (D4)
+    sidx_launch = np.where(launcher[act] >= 0, launch_ts[act], PRE_TRACE_NS)
+    sidx = StreamIndex(eid[act], dkey[act], ts[act], end[act], sidx_launch, launcher_pid[act], launcher[act])
+    blocking_rt = set(launch.src[pageable_dtoh(names[launch.dst])].tolist())
     sync_e, wait_e = _link_syncs(ev, kind, eid, ts, end, corr, device, stream, names, is_rt, sidx, warn,
                                  blocking_rt)
     edges["sync"].append(sync_e)
     edges["event_wait"].append(wait_e)
+    held = np.zeros(len(ev), dtype=bool)  # activities whose start a wait already explains
+    held[wait_e.dst] = True
     if not (kind == "cuda_sync").any():
         joins = infer_stream_joins(act, names, dkey, device, ts, end, launch_ts, launcher)
         if len(joins):
+            joins.attrs["evidence"] = np.full(len(joins), "stream_join", dtype=object)
             edges["event_wait"].append(joins)
+            held[joins.dst] = True
             warn("stream_join_inferred", len(joins), int(eid[joins.dst[0]]) if len(joins) else None,
                  "device activities that started long after their launch on a free stream, just after "
                  "a collective kernel on another stream of the device ended: taken to have waited for it "
                  "(an unrecorded cudaStreamWaitEvent; event_wait edges with inferred=True)")
+    call_end = np.full(len(ev), np.iinfo(np.int64).min // 2, dtype=np.int64)
+    call_end[launch.dst] = end[launch.src]
+    waits = infer_stream_waits(act, dkey, device, ts, end, launch_ts, call_end, launcher, held)
+    held[waits.dst] = True
+    wcalls = infer_wait_calls(act, dkey, ts, end, launch_ts, call_end, launcher, lane, rt, names, launched_rt, held)
+    late = "device activities that started more than 100 µs after their launch returned and their stream was free, "
+    for got, code, why in (
+            (waits, "stream_wait_inferred", "within 20 µs after an activity of another stream of the device ended: "
+             "taken to have waited for it (an unrecorded stream wait; event_wait edges with inferred=True, "
+             "evidence=stream_end)"),
+            (wcalls, "stream_wait_call_inferred", "launched right after a cudaStreamWaitEvent/hipStreamWaitEvent on "
+             "the same thread: taken to have been held by that wait (its stream and event are not recorded; "
+             "event_wait edges from the call, inferred=True, evidence=stream_wait_call)")):
+        if len(got):
+            edges["event_wait"].append(Edges(eid[got.src], eid[got.dst], got.attrs))
+            warn(code, len(got), int(eid[got.dst[0]]), late + why)
+
+    # --- cross-thread dependencies (opgraph/graph/threads.py) ---
+    step("threads")
+    _link_threads(ev, edges, eid, h, lane, pid_codes, ts, end, nr.parent, names, warn)
 
     # --- assemble ---
     step("graph")
@@ -222,6 +251,28 @@ def build_payload(table: EventTable, step: Step = _noop) -> dict[str, Any]:
         "events": ev,
     })
     return payload
+
+
+def _link_threads(ev: pd.DataFrame, edges: dict[str, list[Edges]], eid: np.ndarray, h: np.ndarray,
+                  lane: np.ndarray, pid_codes: np.ndarray, ts: np.ndarray, end: np.ndarray, parent: np.ndarray,
+                  names: np.ndarray, warn: Callable[..., None]) -> None:
+    """Add the inferred cross-thread edges of :mod:`opgraph.graph.threads` (host events
+    ``h``, their nest ``parent`` positions within ``h``) to ``edges``, with health counts."""
+    has_fwdbwd = any(len(e) and "cat" in e.attrs and (e.attrs["cat"] == "fwdbwd").any() for e in edges["flow"])
+    if not has_fwdbwd and len(h):
+        fb = fwdbwd_by_sequence(eid[h], lane[h], ts[h], end[h], ev["args"].to_numpy(dtype=object)[h])
+        if len(fb):
+            edges["flow"].append(fb)
+            warn("fwdbwd_inferred", len(fb), int(fb.dst[0]),
+                 "backward ops linked to their forward op by the 'Sequence number' / 'Fwd thread id' args "
+                 "(the trace has no fwdbwd flows; flow edges with inferred=True)")
+    ho, n_burst, n_block = infer_handoffs(eid[h], lane[h], pid_codes[h], ts[h], end[h], parent, names[h])
+    if len(ho):
+        edges["handoff"].append(ho)
+        warn("handoff_inferred", len(ho), int(ho.dst[0]),
+             f"threads that went quiet while another thread of their process ran a burst of work and resumed "
+             f"right after it ({n_burst} hand-offs, {n_block} blocking waits resumed by another thread): "
+             f"handoff edges with inferred=True (docs/critical-path.md)")
 
 
 def link_flows(ev: pd.DataFrame, kind: np.ndarray, lane: np.ndarray, ts: np.ndarray, end: np.ndarray,
@@ -275,12 +326,27 @@ def _link_syncs(ev: pd.DataFrame, kind: np.ndarray, eid: np.ndarray, ts: np.ndar
                 corr: np.ndarray, device: np.ndarray, stream: np.ndarray, names: np.ndarray,
                 is_rt: np.ndarray, sidx: StreamIndex, warn: Callable[..., None],
                 blocking_rt: set[int] = frozenset()) -> tuple[Edges, Edges]:
+    """Sync edges (device activity -> the blocking host call that waited for it) and
+    event-wait edges (last activity of the awaited stream -> first activity the waiting
+    stream ran after the wait). Times in ns.
+
+    Recorded first: each ``cuda_sync`` record links the host call of its correlation, by
+    ``args.cuda_sync_kind`` (or, for MTIA's device-side records, by name through
+    :data:`~opgraph.graph.linking.SYNC_RECORD_KINDS`). Then, per call: every blocking
+    runtime call (see :func:`blocking_call_modes`) without a resolved record of its own
+    gets inferred edges (``inferred=True``) from the activity it waited for, the one that
+    ended last before it returned (+ :data:`SYNC_TOLERANCE_NS`) among those launched before
+    it started: one per stream of its device for a device sync, else on the stream its args
+    name, or the latest-ending over the streams (a blocking copy: its own copy excluded). Health: ``cuda_sync_absent`` (a trace without
+    records), ``sync_inferred`` (calls without a record of their own in a trace with
+    records), ``sync_unresolved`` (records that could not be linked)."""
     tol = SYNC_TOLERANCE_NS
     rt = np.flatnonzero(is_rt)
     rt_by_corr: dict[int, int] = {}
     for c, e in zip(corr[rt].tolist(), eid[rt].tolist()):
         if c >= 0 and c not in rt_by_corr:
             rt_by_corr[c] = e
+    args = ev["args"].to_numpy(dtype=object)
     s_src: list[int] = []
     s_dst: list[int] = []
     s_kind: list[str] = []
@@ -292,100 +358,162 @@ def _link_syncs(ev: pd.DataFrame, kind: np.ndarray, eid: np.ndarray, ts: np.ndar
         keys_of_device.setdefault(int((k >> 32) - 1), []).append(k)
     all_keys = list(sidx.bounds)
 
-    def add_sync(pos: int, call: int, sk: str, inferred: bool) -> None:
-        if pos >= 0:
-            s_src.append(int(sidx.eid[pos]))
-            s_dst.append(call)
-            s_kind.append(sk)
-            s_inf.append(inferred)
+    def add_sync(pos: int, call: int, sk: str, inferred: bool) -> bool:
+        if pos < 0:
+            return False
+        s_src.append(int(sidx.eid[pos]))
+        s_dst.append(call)
+        s_kind.append(sk)
+        s_inf.append(inferred)
+        return True
 
     def key(dev: int, st: int) -> int:
         return (dev + 1) * (1 << 32) + (st + 1)
 
+    # --- recorded syncs ---
     cs = np.flatnonzero(kind == "cuda_sync")
+    rec_kind: list[str] = []
+    seq_record_ts: dict[tuple[int, int, int], int] = {}  # (device, stream, seq_num) -> start (ns)
+    for i in cs.tolist():
+        a = args[i] if isinstance(args[i], dict) else {}
+        sk = a.get("cuda_sync_kind") or SYNC_RECORD_KINDS.get(names[i], names[i])
+        rec_kind.append(sk)
+        if sk == "Event Record":
+            seq = _int_or_none(a.get("seq_num"))
+            if seq is not None:
+                seq_record_ts.setdefault((int(device[i]), int(stream[i]), seq), int(ts[i]))
+    recorded: set[int] = set()
     unresolved = [0, -1]
-    if len(cs):
-        args = ev["args"].to_numpy(dtype=object)
-        for i in cs.tolist():
-            a = args[i] or {}
-            sk = a.get("cuda_sync_kind", names[i])
-            call = rt_by_corr.get(int(corr[i]), -1)
-            dev = int(device[i])
-            if sk == "Stream Wait Event":
-                rec = rt_by_corr.get(a.get("wait_on_cuda_event_record_corr_id", -1), -1)
-                src_stream = a.get("wait_on_stream", -1)
-                if rec < 0 or src_stream is None or src_stream < 0 or call < 0:
-                    unresolved[0] += 1
-                    unresolved[1] = unresolved[1] if unresolved[1] >= 0 else i
-                    continue
-                p = sidx.last_launched_before(key(dev, int(src_stream)), int(ts[rec]))
-                q = sidx.first_launched_after(key(dev, int(stream[i])), int(ts[call]))
-                if p >= 0 and q >= 0:
-                    w_src.append(int(sidx.eid[p]))
-                    w_dst.append(int(sidx.eid[q]))
+
+    def unresolved_at(i: int) -> None:
+        unresolved[0] += 1
+        unresolved[1] = unresolved[1] if unresolved[1] >= 0 else i
+
+    for i, sk in zip(cs.tolist(), rec_kind):
+        a = args[i] if isinstance(args[i], dict) else {}
+        call = rt_by_corr.get(int(corr[i]), -1)
+        dev = int(device[i])
+        if sk == "Event Record":
+            continue
+        if sk == "Device Event Wait":
+            src_stream = _int_or_none(a.get("wait_on_stream"))
+            if src_stream is None or src_stream < 0:
+                unresolved_at(i)
                 continue
-            if call < 0:
-                unresolved[0] += 1
-                unresolved[1] = unresolved[1] if unresolved[1] >= 0 else i
-                continue
-            c0, c1 = int(ts[call]), int(end[call])
-            if sk == "Stream Sync":
-                add_sync(sidx.awaited(key(dev, int(stream[i])), c0, c1, tol, call), call, "stream", False)
-            elif sk == "Event Sync":
-                rec = rt_by_corr.get(a.get("wait_on_cuda_event_record_corr_id", -1), -1)
-                src_stream = a.get("wait_on_stream", -1)
-                if rec < 0 or src_stream is None or src_stream < 0:
-                    unresolved[0] += 1
-                    unresolved[1] = unresolved[1] if unresolved[1] >= 0 else i
-                    continue
-                p = sidx.last_launched_before(key(dev, int(src_stream)), int(ts[rec]))
-                add_sync(p, call, "event", False)
-            else:  # Context Sync and anything device-wide
-                for k in keys_of_device.get(dev, all_keys):
-                    add_sync(sidx.awaited(k, c0, c1, tol, call), call, "device", False)
-        if unresolved[0]:
-            warn("sync_unresolved", unresolved[0], unresolved[1],
-                 "cuda_sync events whose host call, event record or stream is unknown (no edge)")
-    else:
-        n_inferred = 0
-        example = -1
-        for i in rt.tolist():
-            nm = names[i] or ""
-            if DEVICE_SYNC_RE.match(nm):
-                mode = "device"
-            elif STREAM_SYNC_RE.match(nm):
-                mode = "stream"
-            elif EVENT_SYNC_RE.match(nm):
-                mode = "event"
-            elif BLOCKING_COPY_RE.match(nm) or int(eid[i]) in blocking_rt:
-                mode = "memcpy"
+            rec_ts = seq_record_ts.get((dev, src_stream, _int_or_none(a.get("seq_num")) or -1))
+            if rec_ts is not None:
+                p = sidx.last_started_before(key(dev, src_stream), rec_ts)
             else:
+                p = sidx.last_ended_before(key(dev, src_stream), int(end[i]) + tol)
+            q = sidx.first_started_after(key(dev, int(stream[i])), int(ts[i]))
+            if p >= 0 and q >= 0:
+                w_src.append(int(sidx.eid[p]))
+                w_dst.append(int(sidx.eid[q]))
+            continue
+        if sk == "Stream Wait Event":
+            rec = rt_by_corr.get(a.get("wait_on_cuda_event_record_corr_id", -1), -1)
+            src_stream = a.get("wait_on_stream", -1)
+            if rec < 0 or src_stream is None or src_stream < 0 or call < 0:
+                unresolved_at(i)
                 continue
-            c0, c1 = int(ts[i]), int(end[i])
-            if mode == "device":
-                for k in all_keys:
-                    p = sidx.awaited(k, c0, c1, tol, int(eid[i]))
-                    if p >= 0:
-                        add_sync(p, int(eid[i]), mode, True)
-                        n_inferred += 1
-            else:
-                best, best_end = -1, -1
-                for k in all_keys:
-                    p = sidx.awaited(k, c0, c1, tol, int(eid[i]))
-                    if p >= 0 and sidx.end[p] > best_end:
-                        best, best_end = p, int(sidx.end[p])
-                if best >= 0:
-                    add_sync(best, int(eid[i]), mode, True)
-                    n_inferred += 1
-            if example < 0:
-                example = int(eid[i])
-        if n_inferred:
-            warn("cuda_sync_absent", n_inferred, example,
-                 "no cuda_sync events in the trace: sync edges were inferred from synchronising "
-                 "runtime calls (the activity that ended last before each call returned)")
+            p = sidx.last_launched_before(key(dev, int(src_stream)), int(ts[rec]))
+            q = sidx.first_launched_after(key(dev, int(stream[i])), int(ts[call]))
+            if p >= 0 and q >= 0:
+                w_src.append(int(sidx.eid[p]))
+                w_dst.append(int(sidx.eid[q]))
+            continue
+        if call < 0:
+            unresolved_at(i)
+            continue
+        c0, c1 = int(ts[call]), int(end[call])
+        if sk == "Stream Sync" and 0 <= int(stream[i]) < 0xFFFFFFFF:
+            add_sync(sidx.awaited(key(dev, int(stream[i])), c0, c1, tol, call), call, "stream", False)
+        elif sk == "Event Sync":
+            rec = rt_by_corr.get(a.get("wait_on_cuda_event_record_corr_id", -1), -1)
+            src_stream = a.get("wait_on_stream", -1)
+            if rec < 0 or src_stream is None or src_stream < 0:
+                unresolved_at(i)
+                continue
+            p = sidx.last_launched_before(key(dev, int(src_stream)), int(ts[rec]))
+            add_sync(p, call, "event", False)
+        else:  # Context Sync, a stream sync without a stream, and anything device-wide
+            for k in keys_of_device.get(dev, all_keys):
+                add_sync(sidx.awaited(k, c0, c1, tol, call), call, "device", False)
+        recorded.add(call)
+    if unresolved[0]:
+        warn("sync_unresolved", unresolved[0], unresolved[1],
+             "cuda_sync events whose host call, event record or stream is unknown (no edge from the "
+             "record; a blocking call among them gets an inferred edge instead)")
+
+    # --- inferred, per blocking call without a record of its own ---
+    modes = blocking_call_modes(names[rt], np.isin(eid[rt], list(blocking_rt)))
+    n_calls = {"device": 0, "stream": 0, "event": 0, "memcpy": 0}
+    example = -1
+    for i, mode in zip(rt[modes != ""].tolist(), modes[modes != ""].tolist()):
+        call = int(eid[i])
+        if call in recorded:
+            continue
+        a = args[i] if isinstance(args[i], dict) else {}
+        dev = _int_or_none(a.get("device"))
+        st = _int_or_none(a.get("stream", a.get("stream_id")))
+        keys = keys_of_device.get(dev, all_keys) if dev is not None else all_keys
+        c0, c1 = int(ts[i]), int(end[i])
+        linked = False
+        if mode == "device":
+            for k in keys:
+                linked |= add_sync(sidx.awaited(k, c0, c1, tol, call), call, mode, True)
+        elif mode == "stream" and dev is not None and st is not None and key(dev, st) in sidx.bounds:
+            linked = add_sync(sidx.awaited(key(dev, st), c0, c1, tol, call), call, mode, True)
+        else:
+            best, best_end = -1, -1
+            for k in keys:
+                p = sidx.awaited(k, c0, c1, tol, call)
+                if p >= 0 and sidx.end[p] > best_end:
+                    best, best_end = p, int(sidx.end[p])
+            linked = add_sync(best, call, mode, True)
+        if linked:
+            n_calls[mode] += 1
+            example = call if example < 0 else example
+    n_inferred = sum(n_calls.values())
+    parts = ", ".join(f"{n} {m}" for m, n in n_calls.items() if n)
+    if n_inferred and not len(cs):
+        warn("cuda_sync_absent", n_inferred, example,
+             f"no cuda_sync events in the trace: sync edges were inferred from the blocking runtime "
+             f"calls ({parts}; the activity that ended last before each call returned, inferred=True)")
+    elif n_inferred:
+        warn("sync_inferred", n_inferred, example,
+             f"blocking runtime calls without a cuda_sync record of their own in a trace that has records "
+             f"({parts}; blocking copies are never recorded): sync edges inferred from the call "
+             f"(the activity that ended last before it returned, inferred=True)")
     sync = Edges(np.array(s_src, dtype=np.int64), np.array(s_dst, dtype=np.int64),
                  {"sync_kind": np.array(s_kind, dtype=object), "inferred": np.array(s_inf, dtype=bool)})
     return sync, Edges(np.array(w_src, dtype=np.int64), np.array(w_dst, dtype=np.int64))
+
+
+def blocking_call_modes(call_names: np.ndarray, blocking: np.ndarray | None = None) -> np.ndarray:
+    """How each runtime call blocks the host: ``"device"`` (device synchronize: CUDA, driver,
+    HIP, MTIA ``synchronize``), ``"stream"``, ``"event"``, ``"memcpy"`` (blocking copies by
+    name, or where ``blocking`` is True: e.g. async copies to pageable memory), ``""`` (does
+    not block). Regexes run once per distinct name."""
+    codes, uniq = pd.factorize(pd.Series(call_names, dtype=object).fillna(""))
+    out_u = np.empty(len(uniq), dtype=object)
+    for j, nm in enumerate(uniq.tolist()):
+        nm = str(nm)
+        out_u[j] = ("device" if DEVICE_SYNC_RE.match(nm) else "stream" if STREAM_SYNC_RE.match(nm)
+                    else "event" if EVENT_SYNC_RE.match(nm) else "memcpy" if BLOCKING_COPY_RE.match(nm) else "")
+    out = out_u[codes].astype(object) if len(codes) else np.empty(0, dtype=object)
+    if blocking is not None and len(out):
+        out[(out == "") & blocking] = "memcpy"
+    return out
+
+
+def _int_or_none(v: Any) -> int | None:
+    """An integer arg (ints, or digit strings such as MTIA's ``"stream_id": "108"``); None otherwise."""
+    if type(v) is int:
+        return v
+    if isinstance(v, str) and v.strip().lstrip("-").isdigit():
+        return int(v)
+    return None
 
 
 #: An activity counts as held back when it starts this long after its launch call began (ns).
@@ -446,7 +574,7 @@ def infer_stream_joins(act: np.ndarray, names: np.ndarray, dkey: np.ndarray, dev
     return Edges(src, dst, {"inferred": np.ones(len(src), dtype=bool)})
 
 
-def _pageable_dtoh(names: np.ndarray) -> np.ndarray:
+def pageable_dtoh(names: np.ndarray) -> np.ndarray:
     """Copies from device to pageable host memory: their (async) API call returns only once
     the copy has completed (CUDA runtime API docs, "API synchronization behavior")."""
     return np.fromiter((isinstance(n, str) and "DtoH" in n and "Pageable" in n for n in names),

@@ -18,15 +18,30 @@ LAUNCH_API_RE = re.compile(
     r"^(cuda|hip|cu)(LaunchKernel|LaunchKernelExC|LaunchKernelEx|LaunchCooperativeKernel|"
     r"ExtModuleLaunchKernel|ModuleLaunchKernel|ExtLaunchKernel|LaunchKernelEx_?|"
     r"GraphLaunch|Memcpy\w*|Memset\w*|LaunchHostFunc)(_v\d+|_ptsz|_spt)?$")
-#: Runtime APIs that block the host until device work completes.
-DEVICE_SYNC_RE = re.compile(r"^(cuda|hip|cu)(DeviceSynchronize|CtxSynchronize)(_v\d+)?$")
-STREAM_SYNC_RE = re.compile(r"^(cuda|hip|cu)(StreamSynchronize)(_v\d+|_ptsz)?$")
+#: Runtime APIs that block the host until device work completes: CUDA runtime and driver,
+#: HIP, and the MTIA runtime (Kineto ``mtia_runtime``: ``synchronize`` waits for the
+#: device, ``synchronizeStream`` for one stream, named by ``args.stream_id``).
+DEVICE_SYNC_RE = re.compile(r"^((cuda|hip|cu)(DeviceSynchronize|CtxSynchronize)(_v\d+)?|synchronize)$")
+STREAM_SYNC_RE = re.compile(r"^((cuda|hip|cu)(StreamSynchronize)(_v\d+|_ptsz|_spt)?|synchronizeStream)$")
 EVENT_SYNC_RE = re.compile(r"^(cuda|hip|cu)(EventSynchronize)(_v\d+)?$")
 BLOCKING_COPY_RE = re.compile(r"^(cudaMemcpy|cudaMemcpy2D|cudaMemcpy3D|cudaMemset|hipMemcpy|hipMemset|"
                               r"hipMemcpyWithStream|cuMemcpy[HD]to[HD](_v2)?|cudaMemcpyToSymbol|"
                               r"cudaMemcpyFromSymbol|hipMemcpyToSymbol|hipMemcpyFromSymbol)$")
 #: Flow categories that mirror the launch correlation.
 LAUNCH_FLOW_CATS = frozenset({"ac2g", "async", "async_gpu", "async_cpu_to_gpu"})
+#: Launch time (ns) given to device activities with no launching call in the trace: they
+#: were enqueued before profiling began, so a blocking call that starts while they run
+#: waits for them. Far below any trace time, yet far from int64 overflow in differences.
+PRE_TRACE_NS = np.iinfo(np.int64).min // 4
+#: ``cuda_sync`` records without ``args.cuda_sync_kind`` -> the kind they play. These are
+#: MTIA's device-side records (opgraph/ingest/kineto.py): ``synchronize`` mirrors a host
+#: ``synchronizeStream``/``synchronize`` call (same correlation) on its stream;
+#: ``event_wait`` is a wait executed and timed on the device (``args.stream`` waits for the
+#: ``event_record`` with the same ``seq_num`` on ``args.wait_on_stream``); ``event_record``
+#: is a marker with no edge of its own.
+SYNC_RECORD_KINDS: dict[str, str] = {
+    "synchronize": "Stream Sync", "event_wait": "Device Event Wait", "event_record": "Event Record",
+}
 
 
 @dataclass
@@ -131,8 +146,10 @@ class StreamIndex:
     """Per-(device, stream) arrays of device activities in stream order, for sync and
     event-wait queries.
 
-    ``launch_ts`` is the start of the launching runtime call (ns), or the activity's own
-    start when no launch is known; ``end`` is the activity end (ns)."""
+    ``launch_ts`` is the start of the launching runtime call (ns), or :data:`PRE_TRACE_NS`
+    when the trace has no launch call for the activity (enqueued before the trace began);
+    ``end`` is the activity end (ns). Launches are FIFO per stream, so an activity counts
+    as launched no earlier than any activity before it on its stream (running maximum)."""
 
     def __init__(self, eid: np.ndarray, key: np.ndarray, start: np.ndarray, end: np.ndarray,
                  launch_ts: np.ndarray, launcher_pid: np.ndarray, launcher: np.ndarray | None = None):
@@ -151,23 +168,46 @@ class StreamIndex:
         for lo, hi in self.bounds.values():
             self.end_max[lo:hi] = np.maximum.accumulate(self.end[lo:hi])
 
-    def last_launched_before(self, key: int, t: int) -> int:
-        """Position of the last activity on ``key`` launched at or before ``t``; -1 if none."""
+    def _last_at_or_before(self, key: int, sorted_col: np.ndarray, t: int) -> int:
+        """Position of the last entry on ``key`` whose ``sorted_col`` value is <= ``t``; -1 if none."""
         b = self.bounds.get(key)
         if b is None:
             return -1
         lo, hi = b
-        k = lo + int(np.searchsorted(self.launch_max[lo:hi], t, side="right")) - 1
+        k = lo + int(np.searchsorted(sorted_col[lo:hi], t, side="right")) - 1
         return k if k >= lo else -1
+
+    def _first_at_or_after(self, key: int, sorted_col: np.ndarray, t: int) -> int:
+        """Position of the first entry on ``key`` whose ``sorted_col`` value is >= ``t``; -1 if none."""
+        b = self.bounds.get(key)
+        if b is None:
+            return -1
+        lo, hi = b
+        k = lo + int(np.searchsorted(sorted_col[lo:hi], t, side="left"))
+        return k if k < hi else -1
+
+    def last_launched_before(self, key: int, t: int) -> int:
+        """Position of the last activity on ``key`` launched at or before ``t``; -1 if none."""
+        return self._last_at_or_before(key, self.launch_max, t)
 
     def first_launched_after(self, key: int, t: int) -> int:
         """Position of the first activity on ``key`` launched at or after ``t``; -1 if none."""
-        b = self.bounds.get(key)
-        if b is None:
-            return -1
-        lo, hi = b
-        k = lo + int(np.searchsorted(self.launch_max[lo:hi], t, side="left"))
-        return k if k < hi else -1
+        return self._first_at_or_after(key, self.launch_max, t)
+
+    def last_started_before(self, key: int, t: int) -> int:
+        """Position of the last activity on ``key`` that started at or before ``t`` (ns,
+        device clock: for records timed on the device); -1 if none."""
+        return self._last_at_or_before(key, self.start, t)
+
+    def first_started_after(self, key: int, t: int) -> int:
+        """Position of the first activity on ``key`` that started at or after ``t`` (ns,
+        device clock); -1 if none."""
+        return self._first_at_or_after(key, self.start, t)
+
+    def last_ended_before(self, key: int, t: int) -> int:
+        """Position of the last activity on ``key`` such that it and every activity before
+        it on the stream ended at or before ``t`` (ns, device clock); -1 if none."""
+        return self._last_at_or_before(key, self.end_max, t)
 
     def awaited(self, key: int, call_start: int, call_end: int, tol: int, call: int = -1) -> int:
         """The activity on ``key`` a blocking call starting at ``call_start`` and returning

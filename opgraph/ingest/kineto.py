@@ -40,6 +40,15 @@ CATEGORY_KIND: dict[str, str] = {
     "Trace": "trace_span",
     "cuda_profiler_range": "other", "overhead": "other",
 }
+#: MTIA device events (``mtia_ccp_events``) by name, where the kind is not ``kernel``:
+#: ``dma_request`` is a memory transfer; ``event_record`` and ``event_wait`` are stream
+#: event records and device-side waits (``args.wait_on_stream``, ``args.seq_num``), kept as
+#: ``cuda_sync`` records that the graph builder turns into ``event_wait`` edges.
+MTIA_CCP_KIND: dict[str, str] = {"dma_request": "memcpy", "event_record": "cuda_sync", "event_wait": "cuda_sync"}
+#: ``mtia_runtime`` names that, written in the device's own process (``pid`` equal to
+#: ``args.device``), are the device-side record of a host call with the same correlation
+#: (``synchronize`` mirrors ``synchronizeStream``): ``cuda_sync`` records, not host calls.
+MTIA_DEVICE_RECORDS = frozenset({"synchronize"})
 #: Categories whose X events are known and deliberately not nodes.
 _KNOWN_NON_NODE_CATS = {"cuda_profiler_range", "overhead", "Trace", "cuda_sync"}
 _FLOW_PH = {"s": "flow_start", "t": "flow_end", "f": "flow_end"}
@@ -431,6 +440,8 @@ def events_to_table(src: SourceBytes, events: list) -> EventTable:
         is_step[valid] = step_names[name_codes[valid]]
         kind[is_step & (kind == "cpu_op")] = "annotation"
 
+    _mtia_kinds(kind, cat_codes, list(cat_uniques), name_codes, list(name_uniques), pid, args_arr)
+
     # --- linking keys, read only where a kind can carry them ---
     dev_rows = np.flatnonzero(np.isin(kind, ["kernel", "memcpy", "memset", "gpu_annotation", "cuda_sync"]))
     corr_rows = np.flatnonzero(np.isin(kind, ["kernel", "memcpy", "memset", "cuda_sync", "runtime", "other"]))
@@ -532,6 +543,30 @@ def events_to_table(src: SourceBytes, events: list) -> EventTable:
                        "complete events with unknown categories kept as 'other' (not graph nodes): "
                        + ", ".join(f"{k} ({v})" for k, v in vc.head(5).items()))
     return table
+
+
+def _mtia_kinds(kind: np.ndarray, cat_codes: np.ndarray, cat_uniques: list, name_codes: np.ndarray,
+                name_uniques: list, pid: list, args: np.ndarray) -> None:
+    """Refine the kinds of MTIA events in place, by name (:data:`MTIA_CCP_KIND`,
+    :data:`MTIA_DEVICE_RECORDS`)."""
+    cats = {c: j for j, c in enumerate(cat_uniques) if c in ("mtia_ccp_events", "mtia_runtime")}
+    if not cats:
+        return
+    code_of = {nm: j for j, nm in enumerate(name_uniques)}
+    ccp = cats.get("mtia_ccp_events")
+    if ccp is not None:
+        is_ccp = (cat_codes == ccp) & (kind == "kernel")
+        for nm, k in MTIA_CCP_KIND.items():
+            if nm in code_of:
+                kind[is_ccp & (name_codes == code_of[nm])] = k
+    rt = cats.get("mtia_runtime")
+    if rt is not None:
+        codes = [code_of[nm] for nm in MTIA_DEVICE_RECORDS if nm in code_of]
+        for i in np.flatnonzero((cat_codes == rt) & (kind == "runtime") & np.isin(name_codes, codes)).tolist():
+            a = args[i] or {}
+            dev = a.get("device")
+            if dev is not None and str(dev) == str(pid[i]):
+                kind[i] = "cuda_sync"
 
 
 def _not_none(v: Any) -> bool:

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from opgraph.analysis.arrays import COMM_KERNEL_PATTERN
+from opgraph.analysis.windows import WindowColumns, select_windows
 from opgraph.errors import OpgraphInputError
 from opgraph.ingest.table import DEVICE_ACTIVITY_KINDS, NONE_ID
 from opgraph.multirank.identity import rank_from_filename
@@ -29,7 +30,6 @@ COLLECTIVE_COLUMNS: dict[str, str] = {
 #: Columns of a rank's steps table.
 STEP_COLUMNS: dict[str, str] = {"step": "int64", "ts": "int64", "end": "int64", "gpu_ts": "int64", "gpu_end": "int64"}
 
-STEP_RE = r"^ProfilerStep#(\d+)$"
 #: Host ranges that describe the collective a kernel runs.
 _LAUNCHER_NAME_RE = re.compile(r"^(?:nccl|rccl|gloo):|^c10d::")
 #: Ancestors of a launch call searched for the collective's annotation.
@@ -198,13 +198,11 @@ def rank_tables(payload: dict[str, Any], rank: int) -> tuple[pd.DataFrame, pd.Da
         ann[hit_ann] = cur[hit_ann]
         cur = np.where(live, parent[np.maximum(cur, 0)], -1)
 
-    # steps: ProfilerStep#N host ranges
-    is_host_ann = np.isin(kind, ("annotation", "cpu_op"))
-    step_nm = pd.Series(name_u).astype(str).str.extract(STEP_RE)[0]
-    step_of_name = pd.to_numeric(step_nm, errors="coerce").fillna(-1).astype(np.int64).to_numpy()
-    sp = np.flatnonzero(is_host_ann & (step_of_name[name_c] >= 0) & pd.notna(name_u[name_c]))
-    steps = pd.DataFrame({"step": step_of_name[name_c[sp]], "ts": ts[sp], "end": end[sp]})
-    steps = steps.sort_values(["ts", "step"], kind="stable").drop_duplicates("step").reset_index(drop=True)
+    # steps: the one selector's (ProfilerStep#N host ranges, else GPU annotations, else NVTX
+    # Iteration N); a rank without any gets none (the cross-rank path uses its whole trace)
+    wins = select_windows(WindowColumns(kind, name_u[name_c], ts, end, np.asarray(nodes, dtype=np.int64)), lanes=False)
+    steps = wins.to_frame()[["step", "ts", "end"]] if wins.is_steps else pd.DataFrame({"step": [], "ts": [], "end": []})
+    steps = steps.astype(np.int64).reset_index(drop=True)
     s_ts, s_end = steps["ts"].to_numpy(np.int64), steps["end"].to_numpy(np.int64)
 
     def step_of(t: np.ndarray) -> np.ndarray:

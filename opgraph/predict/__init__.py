@@ -24,7 +24,6 @@ import numpy as np
 
 from opgraph.analysis.arrays import GraphArrays
 from opgraph.analysis.critical_path import CATEGORIES, CriticalPathResult, critical_path
-from opgraph.analysis.info import STEP_RE
 from opgraph.predict.replay import (
     NEVER, BoundaryModel, build_model, critical_dag, predicted_arrays, predicted_graph, simulate,
 )
@@ -235,22 +234,6 @@ class PredictResult:
         return doc
 
 
-def _step_graph(G: nx.DiGraph, a: GraphArrays, window: str | None) -> nx.DiGraph:
-    """The part of ``G`` that :func:`opgraph.analysis.critical_path.critical_path` reads to
-    find its windows (``find_steps``: ``ProfilerStep#N`` annotations / ops, else GPU
-    annotations), at the times of ``a``; other window modes read only the arrays."""
-    H = nx.DiGraph()
-    H.graph.update(G.graph)
-    if window is not None:
-        return H
-    cand = np.flatnonzero(np.isin(a.kind, ("annotation", "cpu_op", "gpu_annotation")))
-    for p in cand.tolist():
-        nm = a.name[p]
-        if isinstance(nm, str) and STEP_RE.search(nm):
-            H.add_node(int(a.eid[p]), kind=a.kind[p], name=nm, ts=int(a.ts[p]), dur=int(a.end[p] - a.ts[p]))
-    return H
-
-
 def predict(G: nx.DiGraph, transforms: list[Transform] | None = None, *, window: str | None = None,
             source_device: str | None = None, arr: GraphArrays | None = None,
             model: BoundaryModel | None = None, infer: bool = True) -> PredictResult:
@@ -306,9 +289,11 @@ def predict(G: nx.DiGraph, transforms: list[Transform] | None = None, *, window:
         e[rm] = s[rm]
         pa.ts, pa.end = s, e
     t3 = time.perf_counter()
-    cp_m = critical_path(_step_graph(G, a, window), window=window, dag=critical_dag(m, a))
+    # windows are selected from the DAG's arrays (opgraph.analysis.windows.select_windows),
+    # so the predicted path's steps are the predicted step ranges
+    cp_m = critical_path(G, window=window, dag=critical_dag(m, a))
     live = ap.lag > NEVER // 2
-    cp_p = critical_path(_step_graph(G, pa, window), window=window, dag=critical_dag(m, pa, live))
+    cp_p = critical_path(G, window=window, dag=critical_dag(m, pa, live))
     res = PredictResult(G, m, transforms, pa, rm, cp_m, cp_p, gpu_usage(a), gpu_usage(pa, rm),
                         _makespan(a), _makespan(pa, rm), dev_report, tm)
     tm["analysis_s"] = time.perf_counter() - t3

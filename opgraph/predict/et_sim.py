@@ -46,7 +46,6 @@ source, and a row per op. Times are µs (floats) throughout this module.
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -55,6 +54,7 @@ import numpy as np
 import pandas as pd
 
 from opgraph.errors import OpgraphInputError
+from opgraph.ingest.steps import STEP_RE
 from opgraph.predict.kernel_models import (
     Activity, KernelLookup, LookupEntry, MicrobenchProfile, Peaks, RooflineCalibration, embedding_backward_us,
     embedding_forward_us, op_class, read_json, read_json_file, shape_key, tbe_backward_key, tbe_kind, tbe_params,
@@ -64,7 +64,6 @@ from opgraph.predict.kernel_models import (
 SYNC_APIS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "hipStreamSynchronize", "hipDeviceSynchronize")
 #: Model sources, in the order they are tried.
 SOURCES = ("lookup", "analytic", "roofline", "lookup_name", "cpu_only", "unmodelled")
-_STEP = re.compile(r"^ProfilerStep#(\d+)$")
 
 
 # --------------------------------------------------------------------------- ET ops
@@ -140,7 +139,7 @@ def et_ops(path: str, doc: Any, module_markers: tuple[str, ...] | None = None,
     for n in order:
         p = by_id.get(n.parent) if n.parent != n.id else None
         ptop, pdl, pstep = state.get(p.id, (-1, False, -1)) if p is not None else (-1, False, -1)
-        m = _STEP.match(n.name)
+        m = STEP_RE.match(n.name)
         step = int(m.group(1)) if m else pstep
         dl = pdl or any(d in n.name for d in data_markers)
         if dl and not pdl:

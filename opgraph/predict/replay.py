@@ -21,15 +21,17 @@ sync        ``E(awaited) -> E(blocking call)``  the blocking call's return laten
 evwait      ``E(before record) -> S(after)``    the cross-stream gap
 flow        ``S -> S`` (fwd->bwd and others)    the measured offset
 queue       ``E(act) -> E(launch call)``        inferred: a full launch queue's wake-up
-handoff     ``S -> S``, ``E -> E`` across        inferred: a thread waiting for another
-            threads                            thread's burst of work
+handoff_*   ``wait_from -> S``, ``E -> resume``  inferred by the graph builder: a thread
+            across threads                     waiting for another thread's burst of work
 evwait      (inferred) ``E -> S`` across        an activity that waited for another
             streams                            stream's activity without cuda_sync events
 ==========  =================================  =========================================
 
 The last three are dependencies the graph does not record but the trace shows
-(:func:`_queue_edges`, :func:`_handoff_edges`, :func:`_stream_wait_edges`; docs/predict.md
-gives the evidence); ``build_model(..., infer=False)`` leaves them out.
+(hand-offs and stream waits are graph edges inferred by the builder,
+:mod:`opgraph.graph.threads` and :mod:`opgraph.graph.streams`, and part of every model;
+:func:`_queue_edges` is added here for the simulation only; docs/predict.md gives the
+evidence); ``build_model(..., infer=False)`` leaves the queue edges out.
 
 CPU threads and GPU streams are the resources: program order (nest + host_seq) chains a
 thread's boundaries and stream order chains a stream's, so one max-plus pass in
@@ -64,23 +66,16 @@ import numpy as np
 import pandas as pd
 
 from opgraph.analysis.arrays import GraphArrays
-from opgraph.analysis.critical_path import ROLES, R, _PRIO, _categories
-from opgraph.analysis.critical_path import boundary_edges as _edges
+from opgraph.analysis.critical_path import (
+    PRIORITY, ROLES, R, BoundaryEdges, boundary_edges, boundary_times, dag_from_edges, edge_categories, pick_critical,
+)
 
-#: Idle stretches of a thread at least this long are checked for a hand-off (ns).
-HANDOFF_MIN_NS = 200_000
-#: A hand-off's wake-up latency may be at most this long (and 10 % of the idle stretch).
-HANDOFF_TOL_NS = 1_000_000
 #: A launch call is blocked by a full launch queue when it takes this long (ns) and 10x the
 #: median of its API, with at least QUEUE_MIN_PENDING activities of its device in flight.
 QUEUE_MIN_NS = 50_000
 QUEUE_MIN_PENDING = 512
 #: Devices need this many blocked launch calls before a queue depth is estimated.
 QUEUE_MIN_BLOCKED = 3
-#: An activity whose launch latency or stream gap exceeds this (ns) and 10x the typical one,
-#: starting at most EVWAIT_TOL_NS after another stream's activity ended, waited for it.
-LATE_LAUNCH_NS = 50_000
-EVWAIT_TOL_NS = 20_000
 #: A time no boundary reaches ("never"): edges carrying it never bind.
 NEVER = -(1 << 62)
 
@@ -114,6 +109,9 @@ class BoundaryModel:
     name_codes: np.ndarray | None = None  # per node: index into name_uniq (-1: no name)
     name_uniq: np.ndarray | None = None
     cat: np.ndarray | None = None        # per edge: critical-path category code
+    owner: np.ndarray | None = None      # per edge: node whose own interval holds its time (-1: none)
+    graph_edge: np.ndarray | None = None  # per edge: from the graph's model (else simulation-only)
+    inferred_edge: np.ndarray | None = None  # per edge: an inferred dependency
 
     @property
     def n_boundaries(self) -> int:
@@ -288,117 +286,13 @@ def _queue_edges(a: GraphArrays) -> tuple[np.ndarray, np.ndarray, np.ndarray, di
     return np.concatenate(src_l), np.concatenate(dst_l), np.concatenate(own_l), info
 
 
-def _handoff_edges(a: GraphArrays, t: np.ndarray, idle_src: np.ndarray, idle_dst: np.ndarray
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-    """Cross-thread hand-offs (host -> host): (src, dst, own) boundary edges, info.
-
-    A thread A idle from ``i0`` to ``i1`` (an untraced stretch: a gap between events, a
-    parent's time before its first or after its last child, or a leaf event's span: no
-    event of A in between) while another thread B of the same process, idle across ``i0`` and
-    across ``i1``, ran a burst of top-level events that started within the wake-up
-    tolerance after ``i0`` and ended within it before ``i1`` (and B had been idle for at
-    least ``HANDOFF_MIN_NS`` before it): A handed work to B and
-    waited for it (the autograd engine's device threads and ``backward()`` are the common
-    case). Edges: ``i0 -> S(first of burst)`` and ``E(last of burst) -> i1``."""
-    empty = np.empty(0, np.int64)
-    info = {"handoffs": 0}
-    if not len(idle_src):
-        return empty, empty, empty, info
-    host = np.flatnonzero(a.is_host)
-    ns_, nd_ = a.out_edges("nest")
-    hm = a.is_host[ns_] & a.is_host[nd_]
-    is_child = np.zeros(a.n, dtype=bool)
-    is_child[nd_[hm]] = True
-    roots = host[~is_child[host]]
-    lanes = {}
-    for ln in np.unique(a.lane[roots]).tolist():
-        r = roots[a.lane[roots] == ln]
-        r = r[np.argsort(a.ts[r], kind="stable")]
-        lanes[ln] = (r, a.ts[r], np.maximum.accumulate(a.end[r]))
-    pid_of_lane: dict[int, Any] = {}
-    for ln, (r, _, _) in lanes.items():
-        pid_of_lane[ln] = a.pid[r[0]]
-    by_pid: dict[Any, list[int]] = {}
-    for ln, p in pid_of_lane.items():
-        by_pid.setdefault(p, []).append(ln)
-    src_l, dst_l, own_l = [], [], []
-    for s, d in zip(idle_src.tolist(), idle_dst.tolist()):
-        i0, i1 = int(t[s]), int(t[d])
-        la = int(a.lane[d // 2])
-        tol = min(HANDOFF_TOL_NS, (i1 - i0) // 10)
-        for lb in by_pid.get(pid_of_lane.get(la), ()):
-            if lb == la:
-                continue
-            r, rs, re_ = lanes[lb]
-            k = int(np.searchsorted(rs, i0, side="left"))  # first root starting at/after i0
-            if k >= len(r) or rs[k] > i0 + tol:
-                continue
-            if k > 0 and re_[k - 1] > i0 - HANDOFF_MIN_NS:  # B was not waiting before i0
-                continue
-            m_ = int(np.searchsorted(rs, i1, side="left")) - 1  # last root starting before i1
-            if m_ < k or re_[m_] > i1 or re_[m_] < i1 - tol:
-                continue
-            y = int(r[m_]) if a.end[r[m_]] == re_[m_] else int(r[k:m_ + 1][np.argmax(a.end[r[k:m_ + 1]])])
-            src_l.append((s, 2 * int(r[k])))
-            dst_l.append((2 * y + 1, d))
-            own_l.append((int(r[k]), d // 2))
-            info["handoffs"] += 1
-    if not src_l:
-        return empty, empty, empty, info
-    a1 = np.array(src_l, dtype=np.int64)
-    a2 = np.array(dst_l, dtype=np.int64)
-    ow = np.array(own_l, dtype=np.int64)
-    return (np.concatenate([a1[:, 0], a2[:, 0]]), np.concatenate([a1[:, 1], a2[:, 1]]),
-            np.concatenate([ow[:, 0], ow[:, 1]]), info)
-
-
-def _stream_wait_edges(a: GraphArrays, t: np.ndarray, late_src: np.ndarray, late_dst: np.ndarray
-                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-    """Cross-stream waits the trace does not record (no ``cuda_sync`` events): an activity
-    whose start came far later than its binding dependency explains (a launch latency on a
-    free stream, or a gap after the previous activity of its stream, above
-    ``LATE_LAUNCH_NS`` and 10x the trace's typical one) and that started within
-    ``EVWAIT_TOL_NS`` after an activity of another stream of its device ended, waited for
-    that activity (``cudaStreamWaitEvent``, an NCCL stream waiting for the compute stream,
-    ...). Edge: ``E(that) -> S(activity)``."""
-    empty = np.empty(0, np.int64)
-    info = {"stream_waits": 0}
-    if not len(late_dst):
-        return empty, empty, empty, info
-    act = np.flatnonzero(a.is_activity)
-    src_l, dst_l = [], []
-    for dev in np.unique(a.device[late_dst // 2]).tolist():
-        dacts = act[a.device[act] == dev]
-        o = dacts[np.argsort(a.end[dacts], kind="stable")]
-        E = a.end[o]
-        sel = np.flatnonzero(a.device[late_dst // 2] == dev)
-        for j in sel.tolist():
-            p = int(late_dst[j] // 2)
-            s0 = int(a.ts[p])
-            k = int(np.searchsorted(E, s0, side="right")) - 1
-            # the latest end at or before the start, on another stream, after the launch call began
-            while k >= 0 and a.stream[o[k]] == a.stream[p] and E[k] > t[late_src[j]]:
-                k -= 1
-            if k < 0 or E[k] <= t[late_src[j]] or s0 - E[k] > EVWAIT_TOL_NS or a.stream[o[k]] == a.stream[p]:
-                continue
-            src_l.append(2 * int(o[k]) + 1)
-            dst_l.append(2 * p)
-    info["stream_waits"] = len(src_l)
-    if not src_l:
-        return empty, empty, empty, info
-    d = np.array(dst_l, dtype=np.int64)
-    return np.array(src_l, dtype=np.int64), d, d // 2, info
-
-
 def _pick_binding(t: np.ndarray, src: np.ndarray, dst: np.ndarray, role: np.ndarray) -> np.ndarray:
-    """The edge that arrived last at each target (the critical path's rule)."""
-    prio_of = np.array([_PRIO[r] for r in ROLES], dtype=np.int8)
-    arrive = np.minimum(t[src], t[dst])
-    o = np.lexsort((prio_of[role], arrive, dst))
-    last_of = np.ones(len(o), dtype=bool)
-    last_of[:-1] = dst[o][1:] != dst[o][:-1]
+    """The edge that arrived last at each target (the critical path's rule, one pick:
+    :func:`opgraph.analysis.critical_path.pick_critical`)."""
+    prio_of = np.array([PRIORITY[r] for r in ROLES], dtype=np.int8)
+    _, cedge = pick_critical(t, src, dst, prio_of[role], len(t))
     binding = np.zeros(len(src), dtype=bool)
-    binding[o[last_of]] = True
+    binding[cedge[cedge >= 0]] = True
     return binding
 
 
@@ -415,13 +309,14 @@ def _lags(t: np.ndarray, src: np.ndarray, dst: np.ndarray, role: np.ndarray, own
 
     typical = {"launch": med("launch"), "stream": med("stream"), "evwait": med("stream", "evwait"),
                "sync": med("sync", "blockcopy"), "blockcopy": med("sync", "blockcopy"),
-               "queue": med("queue"), "handoff": med("handoff")}
+               "queue": med("queue"), "handoff_start": med("handoff_start"),
+               "handoff_resume": med("handoff_resume")}
     intrinsic = np.zeros(len(ROLES), dtype=np.int64)
     for k, v in typical.items():
         intrinsic[R[k]] = v
     lag = np.where(binding, realized, np.minimum(realized, intrinsic[role]))
     # blocking calls whose wait bounded their end: own time = min(duration, return latency)
-    waited = binding & np.isin(role, (R["sync"], R["blockcopy"], R["queue"], R["handoff"])) & (dst % 2 == 1)
+    waited = binding & np.isin(role, (R["sync"], R["blockcopy"], R["queue"], R["handoff_resume"])) & (dst % 2 == 1)
     blocking = np.zeros(n, dtype=bool)
     blocking[own[waited]] = True
     ret = np.zeros(n, dtype=np.int64)
@@ -434,52 +329,43 @@ def _lags(t: np.ndarray, src: np.ndarray, dst: np.ndarray, role: np.ndarray, own
 def build_model(G: nx.DiGraph, arr: GraphArrays | None = None, infer: bool = True) -> BoundaryModel:
     """The boundary DAG of ``G`` with measured lags (see the module docstring).
 
-    ``infer``: add the dependencies the graph does not record but the trace shows
-    (launch-queue back-pressure, cross-thread hand-offs, cross-stream waits;
-    :func:`_queue_edges`, :func:`_handoff_edges`, :func:`_stream_wait_edges`)."""
+    The dependency model is the critical path's (:func:`opgraph.analysis.critical_path.boundary_edges`),
+    including the cross-thread edges the graph builder inferred (hand-offs, forward ->
+    backward links, syncs, stream waits). ``infer``: also add, for the simulation only, the
+    launch-queue back-pressure the trace shows (:func:`_queue_edges`). Paths
+    (:func:`critical_dag`) always use the graph's model."""
     t0 = time.perf_counter()
     a = arr if arr is not None else GraphArrays.from_graph(G)
     t1 = time.perf_counter()
     n = a.n
     nb = 2 * n
-    t = np.empty(nb, dtype=np.int64)
-    t[0::2] = a.ts
-    t[1::2] = a.end
-    src, dst, role, own, _parent = _edges(a)
-    n_graph = len(src)
+    t = boundary_times(a)
+    be = boundary_edges(a)
+    src, dst, role = be.src, be.dst, be.role
+    # the node whose time each lag is: a parent's own time is the parent's, any other edge's its target's
+    own = np.where(np.isin(role, (R["first"], R["gap"], R["last"])), be.own, dst // 2)
+    owner = be.own.copy()
+    graph_edge = np.ones(len(src), dtype=bool)
+    inferred_flag = be.inferred.copy()
     is_host, is_act = a.is_host, a.is_activity
     codes, uniq = pd.factorize(a.name, use_na_sentinel=True)
-    inferred: dict[str, Any] = {"queue_edges": 0, "handoff_edges": 0, "stream_wait_edges": 0}
+    inferred: dict[str, Any] = {"queue_edges": 0, "handoff_edges": int((role == R["handoff_resume"]).sum()),
+                                "stream_wait_edges": int(((role == R["evwait"]) & be.inferred).sum())}
     if infer:
         qs, qd, qo, qi = _queue_edges(a)
-        binding = _pick_binding(t, src, dst, role)
-        realized = t[dst] - t[src]
-        idle_roles = (R["gap"], R["top"], R["last"], R["first"], R["leaf"])
-        idle = binding & np.isin(role, idle_roles) & (realized >= HANDOFF_MIN_NS)
-        hs_, hd_, ho, hi = _handoff_edges(a, t, src[idle], dst[idle])
-        late = np.zeros(len(src), dtype=bool)
-        for r_ in ("launch", "stream"):
-            lm = binding & (role == R[r_])
-            typ = int(max(np.median(realized[lm]), 0)) if lm.any() else 0
-            late |= lm & (realized > max(LATE_LAUNCH_NS, 10 * typ))
-        ws_, wd_, wo, wi = _stream_wait_edges(a, t, src[late], dst[late])
-        for x in (qi, hi, wi):
-            inferred.update(x)
-        xs = np.concatenate([qs, hs_, ws_])
-        xd = np.concatenate([qd, hd_, wd_])
-        xo = np.concatenate([qo, ho, wo])
-        xr = np.concatenate([np.full(len(qs), R["queue"], np.int8), np.full(len(hs_), R["handoff"], np.int8),
-                             np.full(len(ws_), R["evwait"], np.int8)])
+        inferred.update(qi)
         # an inferred dependency the trace contradicts (its source ended after its target) is dropped
-        ok = t[xs] <= t[xd]
+        ok = t[qs] <= t[qd]
         inferred["contradicted_edges"] = int((~ok).sum())
-        src = np.concatenate([src, xs[ok]])
-        dst = np.concatenate([dst, xd[ok]])
-        own = np.concatenate([own, xo[ok]])
-        role = np.concatenate([role, xr[ok]])
-        for k_, r_ in (("queue_edges", "queue"), ("handoff_edges", "handoff")):
-            inferred[k_] = int((xr[ok] == R[r_]).sum())
-        inferred["stream_wait_edges"] = int((xr[ok] == R["evwait"]).sum())
+        k = int(ok.sum())
+        src = np.concatenate([src, qs[ok]])
+        dst = np.concatenate([dst, qd[ok]])
+        own = np.concatenate([own, qo[ok]])
+        owner = np.concatenate([owner, qo[ok]])
+        role = np.concatenate([role, np.full(k, R["queue"], np.int8)])
+        graph_edge = np.concatenate([graph_edge, np.zeros(k, dtype=bool)])
+        inferred_flag = np.concatenate([inferred_flag, np.ones(k, dtype=bool)])
+        inferred["queue_edges"] = k
     binding = _pick_binding(t, src, dst, role)
     lag, blocking, typical = _lags(t, src, dst, role, own, binding, n)
     t2 = time.perf_counter()
@@ -488,56 +374,39 @@ def build_model(G: nx.DiGraph, arr: GraphArrays | None = None, infer: bool = Tru
     dropped = 0
     pos = _topo_order(nb, src, dst, t)
     if pos is None:
-        pos, drop = _kahn(nb, src, dst, t, np.isin(role, (R["queue"], R["handoff"])) | (np.arange(len(src)) >= n_graph))
+        soft = np.isin(role, (R["queue"], R["handoff_start"], R["handoff_resume"])) | ~graph_edge | inferred_flag
+        pos, drop = _kahn(nb, src, dst, t, soft)
         if drop.any():
-            dropped = int((drop & (np.arange(len(src)) < n_graph)).sum())
-            inferred["dropped_inferred_edges"] = int((drop & (np.arange(len(src)) >= n_graph)).sum())
+            dropped = int((drop & graph_edge & ~inferred_flag).sum())
+            inferred["dropped_inferred_edges"] = int((drop & (~graph_edge | inferred_flag)).sum())
             keep = ~drop
-            src, dst, role, own = (x[keep] for x in (src, dst, role, own))
+            src, dst, role, own, owner, graph_edge, inferred_flag = (
+                x[keep] for x in (src, dst, role, own, owner, graph_edge, inferred_flag))
             binding = _pick_binding(t, src, dst, role)
             lag, blocking, typical = _lags(t, src, dst, role, own, binding, n)
     eo = np.argsort(pos[dst], kind="stable")
-    src, dst, role, own, binding, lag = (x[eo] for x in (src, dst, role, own, binding, lag))
+    src, dst, role, own, owner, binding, lag, graph_edge, inferred_flag = (
+        x[eo] for x in (src, dst, role, own, owner, binding, lag, graph_edge, inferred_flag))
     has_in = np.zeros(nb, dtype=bool)
     has_in[dst] = True
-    cat = _categories(a, is_act, codes, np.asarray(uniq, dtype=object), role, own)
+    cat = edge_categories(a, role, np.where(owner >= 0, owner, own), src)
     t3 = time.perf_counter()
     return BoundaryModel(a, t, src, dst, role, own, binding, lag.astype(np.int64), has_in, typical,
                          blocking, dropped,
                          {"arrays_s": t1 - t0, "edges_s": t2 - t1, "order_s": t3 - t2}, inferred,
-                         is_host, is_act, codes.astype(np.int64), np.asarray(uniq, dtype=object), cat)
+                         is_host, is_act, codes.astype(np.int64), np.asarray(uniq, dtype=object), cat,
+                         owner, graph_edge, inferred_flag)
 
 
 def critical_dag(m: BoundaryModel, arr: GraphArrays, live: np.ndarray | None = None) -> Any:
-    """A :class:`opgraph.analysis.critical_path.BoundaryDAG` of the model's edges (graph
-    edges and inferred ones) at the times of ``arr`` (measured or predicted), for
-    :func:`opgraph.analysis.critical_path.critical_path`; ``live`` masks out edges a
-    transform removed. Critical predecessors are picked by the critical path's rule."""
-    from opgraph.analysis.critical_path import BoundaryDAG, CATEGORIES
-
-    n = arr.n
-    t = np.empty(2 * n, dtype=np.int64)
-    t[0::2] = arr.ts
-    t[1::2] = arr.end
-    src, dst, role, cat, own = m.src, m.dst, m.role, m.cat, m.own
-    if live is not None:
-        src, dst, role, cat, own = src[live], dst[live], role[live], cat[live], own[live]
-    prio_of = np.array([_PRIO[r] for r in ROLES], dtype=np.int8)
-    arrive = np.minimum(t[src], t[dst])
-    o = np.lexsort((prio_of[role], arrive, dst))
-    last_of = np.ones(len(o), dtype=bool)
-    last_of[:-1] = dst[o][1:] != dst[o][:-1]
-    pick = o[last_of]
-    cpred = np.full(2 * n, -1, dtype=np.int64)
-    ccat = np.full(2 * n, CATEGORIES.index("other"), dtype=np.int8)
-    cown = np.arange(2 * n, dtype=np.int64) // 2
-    cpred[dst[pick]] = src[pick]
-    ccat[dst[pick]] = cat[pick]
-    cown[dst[pick]] = own[pick]
-    ls, ld = arr.out_edges("launch")
-    launch_time = arr.ts.copy()
-    launch_time[ld] = arr.ts[ls]
-    return BoundaryDAG(arr, t, cpred, ccat, cown, launch_time)
+    """The critical path's :class:`opgraph.analysis.critical_path.BoundaryDAG` at the times
+    of ``arr`` (measured or predicted): the model's graph edges (the critical path's own
+    model, so a measured path here equals ``opgraph critical-path``'s exactly), picked by
+    the one engine; ``live`` masks out edges a transform removed."""
+    keep = m.graph_edge if live is None else (m.graph_edge & live)
+    be = BoundaryEdges(m.src[keep], m.dst[keep], m.role[keep], m.owner[keep], m.inferred_edge[keep],
+                       np.empty(0, np.int64))
+    return dag_from_edges(arr, boundary_times(arr), be, m.cat[keep])
 
 
 def simulate(m: BoundaryModel, lag: np.ndarray | None = None, start: np.ndarray | None = None) -> np.ndarray:

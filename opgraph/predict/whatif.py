@@ -41,7 +41,7 @@ from opgraph.graph.linking import LAUNCH_API_RE
 from opgraph.predict.replay import NEVER, ROLES, R, BoundaryModel
 
 #: Roles whose lag is a latency (replaced by ``typical_latencies``).
-LATENCY_ROLES = ("launch", "stream", "evwait", "sync", "blockcopy", "queue", "handoff")
+LATENCY_ROLES = ("launch", "stream", "evwait", "sync", "blockcopy", "queue", "handoff_start", "handoff_resume")
 
 _UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 _DUR_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(ns|us|µs|ms|s)\s*$")
@@ -265,7 +265,7 @@ def apply(m: BoundaryModel, transforms: list[Transform], device_factors: np.ndar
         lag[into_rm_act & np.isin(role, (R["stream"], R["evwait"]))] = 0
         lag[into_rm_act & (role == R["launch"])] = NEVER
         # removed blocking calls no longer wait
-        lag[removed[dst_node] & np.isin(role, (R["sync"], R["blockcopy"], R["queue"], R["handoff"]))
+        lag[removed[dst_node] & np.isin(role, (R["sync"], R["blockcopy"], R["queue"], R["handoff_resume"]))
             & (m.dst % 2 == 1)] = NEVER
         # removed work with nothing before it does not pin what follows to its old time
         rb = np.repeat(removed, 2)

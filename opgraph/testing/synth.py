@@ -24,10 +24,14 @@ Answer definitions (all times are integer ns; see :func:`synthesize`):
   their difference, ``busy_ns`` the length of the union of all activity intervals (all
   streams), ``idle_ns = span_ns - busy_ns``, ``busy_by_stream_ns``, ``utilization =
   busy/span``.
-- ``cpu_induced_idle_ns``: total length of the device-idle gaps (holes in the union inside
-  the span) whose ending activity had its launch call start at or after the gap began;
-  ``launch_latency_ns``: for those gaps, the part after the launch call started
-  (``gap_end - launch_start``).
+- ``idle_causes_ns``: the device idle (holes in the union inside the span) split by cause
+  (docs/idle.md): ``cpu_induced`` (the host was late: from the gap start to the start of
+  the launch call of the activity that ends the gap, less ``sync_drain``, the part of it
+  the launching thread spent inside a synchronize call), ``launch_latency`` (then until the
+  call's end + 100 µs), ``device_wait`` (an activity held by a cudaStreamWaitEvent: until the
+  awaited activity ended), ``kernel_gap`` (an activity launched before the gap began, or
+  held: at most 100 µs more), ``untraced`` (the rest); ``cpu_induced_idle_ns``
+  and ``launch_latency_ns`` repeat two of them.
 - ``bound``: ``"gpu"`` when ``busy_ns >= idle_ns`` (utilization >= 50 %), else ``"cpu"``.
   Scenarios are built far from the 50 % line.
 - ``steps``: one entry per ProfilerStep: CPU range of the annotation, and the GPU range and
@@ -544,26 +548,55 @@ def _edges_by_kind(b: _Builder) -> dict[str, int]:
     return {k: int(edges[k]) for k in EDGE_KINDS}
 
 
-def _gpu_answers(b: _Builder) -> tuple[dict[str, Any], int, int]:
-    """GPU totals plus (cpu_induced_idle_ns, launch_latency_ns)."""
+def _gpu_answers(b: _Builder) -> tuple[dict[str, Any], dict[str, int]]:
+    """GPU totals plus the idle causes (ns, docs/idle.md): every gap between merged device
+    intervals, ended by activity ``x`` launched by call ``c``, is split in time order into
+    host-late time (gap start to ``c``'s start) — ``sync_drain`` where the launching thread
+    is inside a synchronize call, ``cpu_induced`` elsewhere —, ``launch_latency`` (until
+    ``c``'s end + 100 µs), ``device_wait`` when ``x`` is the first activity after a
+    cudaStreamWaitEvent on its stream (until the awaited activity ended), ``kernel_gap``
+    (``x`` queued or held: up to 100 µs after the gap start, or after the awaited end) and
+    the rest ``untraced``."""
     ivs = [(a.ts, a.end) for a in b.activities]
     merged = _union(ivs)
     start, end = merged[0][0], merged[-1][1]
     busy = _length(merged)
     by_stream = {str(s): _length(_union([(a.ts, a.end) for a in b.activities if a.args["stream"] == s]))
                  for s in sorted({a.args["stream"] for a in b.activities})}
-    induced = latency = 0
+    held: dict[int, int] = {}  # id(held activity) -> end of the activity it waited for
+    for ew in b.event_waits:
+        after = [a for a in b.activities if a.args["stream"] == ew.dst_stream and b.launcher[id(a)].ts >= ew.wait.ts]
+        before = [a for a in b.activities if a.args["stream"] == ew.src_stream and b.launcher[id(a)].ts <= ew.record.ts]
+        if after and before:
+            x = min(after, key=lambda a: (b.launcher[id(a)].ts, a.ts))
+            held[id(x)] = max(before, key=lambda a: (b.launcher[id(a)].ts, a.ts)).end
+    causes = {"cpu_induced": 0, "sync_drain": 0, "launch_latency": 0, "kernel_gap": 0, "device_wait": 0,
+              "untraced": 0}
     for (_, g0), (g1, _) in zip(merged, merged[1:]):
         enders = [a for a in b.activities if a.ts == g1]
         assert len(enders) == 1, f"{b.name}: gap ending at {g1} has {len(enders)} activities"
-        launch_ts = b.launcher[id(enders[0])].ts
-        if launch_ts >= g0:
-            induced += g1 - g0
-            latency += g1 - launch_ts
+        x = enders[0]
+        c = b.launcher[id(x)]
+        host_end = min(max(c.ts, g0), g1)
+        lat_end = min(max(c.end + 100 * US, host_end), g1)
+        drain = sum(max(0, min(sy.call.end, host_end) - max(sy.call.ts, g0)) for sy in b.syncs
+                    if sy.call.tid == c.tid)
+        wait_end = min(max(held[id(x)], lat_end), g1) if id(x) in held else lat_end
+        if id(x) in held or c.ts < g0:
+            base = wait_end if id(x) in held else g0
+            gap_end = min(max(base + 100 * US, wait_end), g1)
+        else:
+            gap_end = wait_end
+        causes["sync_drain"] += drain
+        causes["cpu_induced"] += host_end - g0 - drain
+        causes["launch_latency"] += lat_end - host_end
+        causes["device_wait"] += wait_end - lat_end
+        causes["kernel_gap"] += gap_end - wait_end
+        causes["untraced"] += g1 - gap_end
     gpu = {"start_ns": start, "end_ns": end, "span_ns": end - start, "busy_ns": busy,
            "idle_ns": end - start - busy, "utilization": round(busy / (end - start), 6),
            "busy_by_stream_ns": by_stream}
-    return gpu, induced, latency
+    return gpu, causes
 
 
 def _step_answers(b: _Builder) -> list[dict[str, Any]]:
@@ -585,7 +618,7 @@ def _answers(b: _Builder, events: list[_Ev], description: str) -> dict[str, Any]
     events_by_kind = Counter(e.kind for e in events)
     nodes = {k: int(events_by_kind[k]) for k in NODE_KINDS}
     edges = _edges_by_kind(b)
-    gpu, induced, latency = _gpu_answers(b)
+    gpu, causes = _gpu_answers(b)
     if 0.4 < gpu["utilization"] < 0.6:
         raise AssertionError(f"{b.name}: utilization {gpu['utilization']} too close to the 50 % line")
     return {
@@ -602,8 +635,9 @@ def _answers(b: _Builder, events: list[_Ev], description: str) -> dict[str, Any]
         "edges_by_kind": edges,
         "steps": _step_answers(b),
         "gpu": gpu,
-        "cpu_induced_idle_ns": induced,
-        "launch_latency_ns": latency,
+        "cpu_induced_idle_ns": causes["cpu_induced"],
+        "launch_latency_ns": causes["launch_latency"],
+        "idle_causes_ns": causes,
         "bound": "gpu" if gpu["busy_ns"] >= gpu["idle_ns"] else "cpu",
     }
 

@@ -38,7 +38,7 @@ th{background:var(--soft);font-weight:600}
 td:first-child,th:first-child,td.l{text-align:left}
 table.health td{text-align:left}
 td .name{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}
-.num{font-variant-numeric:tabular-nums}
+.num,.val{font-variant-numeric:tabular-nums}
 .note{color:var(--muted);font-size:13px}.note.ok{color:#2e7d32}
 .zoombar{margin:2px 0 6px}.zoombar button{margin-right:4px;min-width:34px}
 .cpsvg{max-height:900px;overflow:auto;border:1px solid var(--line);border-radius:4px;background:#fff}

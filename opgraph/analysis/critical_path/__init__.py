@@ -1,0 +1,155 @@
+"""Critical path of each step on the event-boundary DAG (docs/critical-path.md).
+
+The package holds the one critical-path engine of opgraph:
+
+* :mod:`~opgraph.analysis.critical_path.model`: the dependency model (boundary edges,
+  roles, categories) built from the graph's edges, recorded and inferred;
+* :mod:`~opgraph.analysis.critical_path.engine`: the last-arrival pick, the walk back and
+  the categorised segments, shared by the single-rank path, the cross-rank path
+  (:mod:`opgraph.analysis.crossrank`), the replay (:mod:`opgraph.predict`) and the Graphviz
+  critical chain (:mod:`opgraph.export.dot`);
+* :mod:`~opgraph.analysis.critical_path.result`: the result dataclasses.
+
+:func:`critical_path` walks every window back from its sink: the last end among the
+window's own thread's events (the step annotation's thread; for the whole trace, the
+thread that launches the GPU work) and the device activities launched in the window (from
+any thread). Other threads' work enters the path through dependencies (hand-offs,
+forward -> backward links, syncs), never as a sink: a helper thread whose Python frames
+are closed at profiler stop does not decide where a step ends.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from opgraph.analysis.arrays import GraphArrays
+from opgraph.analysis.critical_path.engine import (
+    KERNEL_GAP_MAX_NS, LAUNCH_CALL_MAX_NS, LAUNCH_LATENCY_MAX_NS, BoundaryDAG, ExtraEdges, RawSegment,
+    boundary_dag, boundary_times, dag_from_edges, pick_critical, segments, walk_back,
+)
+from opgraph.analysis.critical_path.model import (
+    CAT, CATEGORIES, PRIORITY, ROLE_CATEGORY, ROLES, WAIT_CATEGORIES, R, BoundaryEdges, blocking_waits,
+    boundary_edges, edge_categories,
+)
+from opgraph.analysis.critical_path.result import (
+    CriticalPathResult, PathSegment, WindowPath, summarize_windows,
+)
+from opgraph.analysis.windows import Window, select_windows
+
+__all__ = [
+    "CATEGORIES", "WAIT_CATEGORIES", "ROLES", "R", "CAT", "PRIORITY", "ROLE_CATEGORY",
+    "KERNEL_GAP_MAX_NS", "LAUNCH_CALL_MAX_NS", "LAUNCH_LATENCY_MAX_NS",
+    "BoundaryDAG", "BoundaryEdges", "ExtraEdges", "RawSegment", "PathSegment", "WindowPath", "CriticalPathResult",
+    "boundary_dag", "boundary_edges", "boundary_times", "blocking_waits", "dag_from_edges", "edge_categories",
+    "pick_critical", "segments", "walk_back", "summarize_windows", "critical_path", "window_sinks",
+    "path_segments", "lane_label",
+]
+
+
+def lane_label(a: GraphArrays, p: int) -> str:
+    """Where node position ``p`` runs: ``"thread <pid>/<tid>"`` or ``"stream <device>/<stream>"``
+    (with ``"rank r "`` first in a multi-rank job graph)."""
+    if p < 0:
+        return ""
+    rank = f"rank {int(a.rank[p])} " if a.rank is not None and a.rank.any() else ""
+    if a.kind[p] in ("kernel", "memcpy", "memset", "gpu_annotation"):
+        return f"{rank}stream {int(a.device[p])}/{int(a.stream[p])}"
+    return f"{rank}thread {a.pid[p]}/{a.tid[p]}"
+
+
+def path_segments(d: BoundaryDAG, raw: list[RawSegment]) -> list[PathSegment]:
+    """:class:`PathSegment` objects (eids, names, lanes) of engine segments."""
+    a = d.arr
+    out: list[PathSegment] = []
+    lane_pos: dict[int, int] = {}
+    for r in raw:
+        lane_pos.setdefault(r.lane, r.owner if r.owner >= 0 else (r.dst if r.dst >= 0 else r.src))
+    for r in raw:
+        edge = ROLES[r.role] if r.role >= 0 else ("collective" if r.role == -1 and r.src >= 0 else "")
+        if r.src < 0 and r.role < 0:
+            edge = "none"
+        lane = lane_label(a, lane_pos.get(r.lane, -1))
+        fe = int(a.eid[r.src]) if r.src >= 0 else None
+        te = int(a.eid[r.dst]) if r.dst >= 0 else None
+        if r.owner >= 0:
+            out.append(PathSegment(int(a.eid[r.owner]), str(a.kind[r.owner]), str(a.name[r.owner]), r.t0, r.t1,
+                                   CATEGORIES[r.cat], lane, fe, te, r.inferred, edge))
+        else:
+            nm = _between_name(a, r)
+            out.append(PathSegment(None, "between", nm, r.t0, r.t1, CATEGORIES[r.cat], lane, fe, te, r.inferred, edge))
+    return out
+
+
+def _between_name(a: GraphArrays, r: RawSegment) -> str:
+    """A name for a stretch between events: ``"<from> -> <to>"`` (or what follows it)."""
+    def nm(p: int) -> str:
+        return str(a.name[p]) if p >= 0 else "window start"
+    if r.src < 0:
+        return f"(nothing recorded) -> {nm(r.dst)}"
+    return f"{nm(r.src)} -> {nm(r.dst)}"
+
+
+def window_sinks(d: BoundaryDAG, wins: list[Window]) -> list[tuple[int, int]]:
+    """Per window, ``(sink position, window end ns)``: the last end among the window's own
+    thread's host events starting in it and the device activities launched in it (the
+    whole window's members when it has no thread); ``(-1, start)`` for an empty window."""
+    a = d.arr
+    members = np.flatnonzero(a.is_host | a.is_activity)
+    key = np.where(a.is_activity[members], d.launch_time[members], a.ts[members])
+    o = np.argsort(key, kind="stable")
+    mem_sorted, key_sorted = members[o], key[o]
+    is_act = a.is_activity
+    out: list[tuple[int, int]] = []
+    for w in wins:
+        lo = int(np.searchsorted(key_sorted, w.start_ns, side="left"))
+        hi = int(np.searchsorted(key_sorted, w.end_ns, side="left"))
+        sel = mem_sorted[lo:hi]
+        if w.lane is not None and len(sel):
+            own = sel[is_act[sel] | (a.lane[sel] == w.lane)]
+            sel = own if len(own) else sel
+        if not len(sel):
+            out.append((-1, w.start_ns))
+            continue
+        j = int(sel[int(np.argmax(a.end[sel]))])
+        out.append((j, int(a.end[j])))
+    return out
+
+
+def critical_path(G: nx.DiGraph, window: str | None = None, dag: BoundaryDAG | None = None) -> CriticalPathResult:
+    """Critical path per window.
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+        A graph built by :func:`opgraph.graph.build_graph`.
+    window : str, optional
+        ``None``: each step (:func:`opgraph.analysis.windows.select_windows`: ``ProfilerStep#N``
+        host ranges, else GPU annotations, else NVTX ``Iteration N``), or the whole trace when
+        there are none; ``"all"``: the whole trace; otherwise a regex matched against range
+        names, one window per match (no match raises
+        :class:`opgraph.analysis.windows.WindowNotFound`).
+    dag : BoundaryDAG, optional
+        A precomputed boundary DAG of ``G`` (to reuse across calls, or a replay's).
+
+    Returns
+    -------
+    CriticalPathResult
+        One :class:`WindowPath` per window; times in ns (``to_dict`` gives µs). Each
+        path tiles its window exactly: its length equals the window span.
+    """
+    d = dag if dag is not None else boundary_dag(G)
+    a = d.arr
+    sel = select_windows(a, window)
+    results: list[WindowPath] = []
+    for w, (sink, wend) in zip(sel.items, window_sinks(d, sel.items)):
+        wl = lane_label(a, int(np.flatnonzero(a.lane == w.lane)[0])) if w.lane is not None and (a.lane == w.lane).any() else ""
+        if sink < 0:
+            results.append(WindowPath(w.name, w.eid, w.start_ns, w.start_ns, [], wl))
+            continue
+        raw = segments(d, walk_back(d, 2 * sink + 1, w.start_ns))
+        results.append(WindowPath(w.name, w.eid, w.start_ns, wend, path_segments(d, raw), wl))
+    return CriticalPathResult(results, sel.mode)
+

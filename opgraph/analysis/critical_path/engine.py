@@ -1,0 +1,280 @@
+"""The one critical-path engine: pick each boundary's last-arriving dependency, walk back
+from a sink, and turn the walked edges into categorised path segments.
+
+Used by the single-rank path (:func:`opgraph.analysis.critical_path.critical_path`), the
+cross-rank path (:mod:`opgraph.analysis.crossrank`), the replay's measured and predicted
+paths (:mod:`opgraph.predict`) and the Graphviz critical chain (:mod:`opgraph.export.dot`).
+
+**Pick.** Each boundary's *critical predecessor* is the dependency that arrived last:
+latest ``min(t(src), t(dst))``, ties broken by role priority
+(:data:`opgraph.analysis.critical_path.model.PRIORITY`), then by the later source boundary
+(never by edge order, so any caller's edge order picks the same path). With a window
+source joined to every boundary at the window start, every source-to-boundary path has the
+same elapsed length, so the longest path is exactly the chain of last-arriving dependencies
+and its length equals the window span.
+
+**Walk.** From the sink boundary back along critical predecessors until one lies at or
+before the window start; each step's time is clamped to its successor's, so the steps tile
+``[window start, sink time]`` exactly. A boundary with no predecessor inside the window
+leaves ``[window start, its time]`` ``untraced`` (nothing recorded explains it).
+
+**Segments.** Each walked edge's time gets its role's category, with two splits:
+
+* ``launch`` (call start -> activity start on a free stream): the call's own time up to
+  the activity start is ``launch_overhead`` owned by the call, for at most
+  :data:`LAUNCH_CALL_MAX_NS` (a longer call was blocked: the excess is ``untraced``,
+  owned by the call); after the call returned, up to :data:`LAUNCH_LATENCY_MAX_NS` is
+  ``launch_overhead`` (the launch latency); the rest is ``device_wait`` when an event wait
+  (recorded or inferred) held the activity, naming what held it, else ``untraced`` on the
+  device stream (the stream was idle and the launch had returned; nothing recorded held it).
+* ``stream`` (previous activity end -> next start, the next one already queued): up to
+  :data:`KERNEL_GAP_MAX_NS` is ``kernel_gap``, the rest ``device_wait`` or ``untraced``
+  as above.
+
+Time is charged to an event (``owner``) only when it lies inside that event's own
+interval; time between events has no owner and names the events on either side.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import networkx as nx
+import numpy as np
+
+from opgraph.analysis.arrays import GraphArrays
+from opgraph.graph.streams import LATE_START_NS
+from opgraph.analysis.critical_path.model import (
+    CAT, PRIORITY, ROLES, R, BoundaryEdges, boundary_edges, edge_categories,
+)
+
+#: A launch call longer than this (ns) was blocked (e.g. a full launch queue), not launching.
+LAUNCH_CALL_MAX_NS = 1_000_000
+#: After the launch call returns, a free stream starts the activity within this (ns): the
+#: launch latency. Beyond it something not recorded held the activity (docs/critical-path.md
+#: gives the measured distribution on the real traces).
+LAUNCH_LATENCY_MAX_NS = LATE_START_NS
+#: Longest gap (ns) between back-to-back activities of a stream (the next one already
+#: queued) that counts as ``kernel_gap``; beyond it the stream was held by something.
+KERNEL_GAP_MAX_NS = LATE_START_NS
+
+
+@dataclass
+class ExtraEdges:
+    """Boundary edges added to the model by a caller (e.g. cross-rank ``collective`` edges of
+    :mod:`opgraph.analysis.crossrank`): boundaries ``src -> dst``, each with a category code
+    (index into :data:`opgraph.analysis.critical_path.model.CATEGORIES`), an owner position
+    and a tie priority (higher wins among equal arrival times; the model's own edges use
+    0..3)."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    cat: np.ndarray
+    own: np.ndarray
+    prio: np.ndarray
+
+
+@dataclass
+class BoundaryDAG:
+    """The event-boundary DAG with each boundary's critical predecessor.
+
+    Boundary ``2p`` is the start and ``2p+1`` the end of node position ``p``; ``t`` holds
+    their times (ns). ``cpred[b]`` is the boundary the critical edge into ``b`` comes from
+    (-1: none) and ``cedge[b]`` that edge's index into the edge arrays ``src``, ``dst``,
+    ``role`` (-1 for a caller's extra edge), ``cat``, ``own`` and ``inferred``.
+    ``launch_time`` is per node position the launching call's start, else the own start.
+    """
+
+    arr: GraphArrays
+    t: np.ndarray
+    cpred: np.ndarray
+    cedge: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    role: np.ndarray
+    cat: np.ndarray
+    own: np.ndarray
+    inferred: np.ndarray
+    launch_time: np.ndarray
+    held_by: np.ndarray | None = None  # per node: source of an event wait into it (-1: none)
+    held_inferred: np.ndarray | None = None  # per node: that event wait was inferred
+
+
+def boundary_times(a: GraphArrays) -> np.ndarray:
+    """Boundary times (ns): ``t[2p]`` = start, ``t[2p+1]`` = end of node position ``p``."""
+    t = np.empty(2 * a.n, dtype=np.int64)
+    t[0::2] = a.ts
+    t[1::2] = a.end
+    return t
+
+
+def pick_critical(t: np.ndarray, src: np.ndarray, dst: np.ndarray, prio: np.ndarray, nb: int
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """The last-arriving edge into every boundary (module docstring): ``(cpred, cedge)``
+    arrays of length ``nb`` (-1 where a boundary has no incoming edge)."""
+    arrive = np.minimum(t[src], t[dst])
+    # the source boundary breaks the remaining ties, so the pick never depends on edge order
+    o = np.lexsort((src, prio, arrive, dst))
+    last_of = np.ones(len(o), dtype=bool)
+    last_of[:-1] = dst[o][1:] != dst[o][:-1]
+    pick = o[last_of]
+    cpred = np.full(nb, -1, dtype=np.int64)
+    cedge = np.full(nb, -1, dtype=np.int64)
+    cpred[dst[pick]] = src[pick]
+    cedge[dst[pick]] = pick
+    return cpred, cedge
+
+
+def dag_from_edges(a: GraphArrays, t: np.ndarray, be: BoundaryEdges, cat: np.ndarray,
+                   live: np.ndarray | None = None, extra: ExtraEdges | None = None) -> BoundaryDAG:
+    """A :class:`BoundaryDAG` of boundary edges ``be`` (with categories ``cat``) at times
+    ``t``; ``live`` masks edges out (a what-if removed them); ``extra`` edges join before
+    the pick."""
+    src, dst, role, own, inf = be.src, be.dst, be.role.astype(np.int16), be.own, be.inferred
+    if live is not None:
+        src, dst, role, cat, own, inf = src[live], dst[live], role[live], cat[live], own[live], inf[live]
+    prio = np.array([PRIORITY[r] for r in ROLES], dtype=np.int8)[role]
+    if extra is not None and len(extra.src):
+        k = len(extra.src)
+        src = np.concatenate([src, np.asarray(extra.src, np.int64)])
+        dst = np.concatenate([dst, np.asarray(extra.dst, np.int64)])
+        role = np.concatenate([role, np.full(k, -1, np.int16)])
+        cat = np.concatenate([cat, np.asarray(extra.cat, np.int8)])
+        own = np.concatenate([own, np.asarray(extra.own, np.int64)])
+        inf = np.concatenate([inf, np.zeros(k, bool)])
+        prio = np.concatenate([prio, np.asarray(extra.prio, np.int8)])
+    cpred, cedge = pick_critical(t, src, dst, prio, len(t))
+    ls, ld = a.out_edges("launch")
+    launch_time = a.ts.copy()
+    launch_time[ld] = a.ts[ls]
+    held_by = np.full(a.n, -1, dtype=np.int64)
+    ev = np.flatnonzero(role == R["evwait"])
+    ev = ev[np.argsort(t[src[ev]], kind="stable")]  # the latest-ending source wins
+    held_by[dst[ev] // 2] = src[ev] // 2
+    held_inf = np.zeros(a.n, dtype=bool)
+    held_inf[dst[ev] // 2] = inf[ev]
+    return BoundaryDAG(a, t, cpred, cedge, src, dst, role, cat, own, inf, launch_time, held_by, held_inf)
+
+
+def boundary_dag(G: nx.DiGraph | None, arr: GraphArrays | None = None, extra: ExtraEdges | None = None
+                 ) -> BoundaryDAG:
+    """Build the boundary DAG of ``G`` (or of ``arr``) and pick every boundary's critical
+    predecessor; ``extra`` edges join the model's own edges before the pick."""
+    a = arr if arr is not None else GraphArrays.from_graph(G)
+    be = boundary_edges(a)
+    cat = edge_categories(a, be.role, be.own, be.src)
+    return dag_from_edges(a, boundary_times(a), be, cat, extra=extra)
+
+
+#: One walked step: (edge index or -1, source boundary or -1, target boundary, t0, t1) (ns).
+Step = tuple[int, int, int, int, int]
+
+
+def walk_back(d: BoundaryDAG, b: int, ws: int) -> list[Step]:
+    """The critical path into boundary ``b`` back to time ``ws`` (ns), as walked edges in
+    time order; the steps tile ``[ws, t(b)]`` exactly (module docstring)."""
+    t, cpred, cedge = d.t, d.cpred, d.cedge
+    steps: list[Step] = []
+    tb = int(t[b])
+    guard = len(t) + 1
+    while guard:
+        guard -= 1
+        u = int(cpred[b])
+        if u < 0:
+            if tb > ws:
+                steps.append((-1, -1, b, ws, tb))
+            break
+        tu = min(int(t[u]), tb)
+        if tu <= ws:
+            if tb > ws:
+                steps.append((int(cedge[b]), u, b, ws, tb))
+            break
+        if tb > tu:
+            steps.append((int(cedge[b]), u, b, tu, tb))
+        b, tb = u, tu
+    steps.reverse()
+    return steps
+
+
+@dataclass
+class RawSegment:
+    """One categorised stretch of a walked path (positions, ns): ``owner`` is the node whose
+    own interval holds it (-1: between events), ``src``/``dst`` the nodes of the dependency
+    it crosses (-1: none), ``lane`` the thread or stream it happens on (a lane code of
+    :class:`GraphArrays`), ``role`` the edge role (-1: none / a caller's edge)."""
+
+    owner: int
+    cat: int
+    t0: int
+    t1: int
+    src: int
+    dst: int
+    lane: int
+    role: int
+    inferred: bool
+
+
+def segments(d: BoundaryDAG, steps: list[Step]) -> list[RawSegment]:
+    """Categorised segments of walked ``steps`` (module docstring: splits and owners);
+    consecutive pieces of one owner and category are merged."""
+    a = d.arr
+    out: list[RawSegment] = []
+
+    def put(owner: int, cat: int, t0: int, t1: int, s: int, x: int, lane: int, role: int, inf: bool) -> None:
+        if t1 <= t0:
+            return
+        if out and owner >= 0:
+            p = out[-1]
+            if p.owner == owner and p.cat == cat and p.t1 == t0 and p.inferred == inf:
+                p.t1 = t1
+                return
+        out.append(RawSegment(owner, cat, t0, t1, s, x, lane, role, inf))
+
+    for e, u, b, t0, t1 in steps:
+        x = b // 2
+        if e < 0:
+            put(-1, CAT["untraced"], t0, t1, -1, x, int(a.lane[x]), -1, False)
+            continue
+        s = u // 2
+        role = int(d.role[e])
+        cat = int(d.cat[e])
+        own = int(d.own[e])
+        inf = bool(d.inferred[e])
+        if role == R["launch"]:
+            c_end = min(t1, max(t0, int(a.end[s])))
+            busy_end = min(c_end, int(a.ts[s]) + LAUNCH_CALL_MAX_NS)
+            put(s, CAT["launch_overhead"], t0, max(t0, busy_end), s, x, int(a.lane[s]), role, inf)
+            put(s, CAT["untraced"], max(t0, busy_end), c_end, s, x, int(a.lane[s]), role, inf)
+            lat_end = min(t1, c_end + LAUNCH_LATENCY_MAX_NS)
+            put(-1, CAT["launch_overhead"], c_end, lat_end, s, x, int(a.lane[x]), role, inf)
+            put(*_held(d, x, s), lat_end, t1, *_held_src(d, x, s), x, int(a.lane[x]), role, _held_inf(d, x, inf))
+            continue
+        if role == R["stream"]:
+            g_end = min(t1, t0 + KERNEL_GAP_MAX_NS)
+            put(-1, CAT["kernel_gap"], t0, g_end, s, x, int(a.lane[x]), role, inf)
+            put(*_held(d, x, s), g_end, t1, *_held_src(d, x, s), x, int(a.lane[x]), role, _held_inf(d, x, inf))
+            continue
+        lane_node = own if own >= 0 else x
+        put(own, cat, t0, t1, s, x, int(a.lane[lane_node]), role, inf)
+    return out
+
+
+def _held(d: BoundaryDAG, x: int, s: int) -> tuple[int, int]:
+    """(owner, category) of a delay beyond the launch-latency / kernel-gap bound before
+    activity ``x``: ``device_wait`` when an event wait (recorded or inferred) held ``x``,
+    else ``untraced``; it lies between events."""
+    held = d.held_by is not None and d.held_by[x] >= 0
+    return -1, CAT["device_wait"] if held else CAT["untraced"]
+
+
+def _held_src(d: BoundaryDAG, x: int, s: int) -> tuple[int]:
+    """The node a delay before ``x`` comes from: what held it, else the edge's source."""
+    return (int(d.held_by[x]) if d.held_by is not None and d.held_by[x] >= 0 else s,)
+
+
+def _held_inf(d: BoundaryDAG, x: int, inf: bool) -> bool:
+    """Whether a delay before ``x`` rests on an inferred dependency."""
+    if d.held_by is not None and d.held_by[x] >= 0 and d.held_inferred is not None:
+        return bool(d.held_inferred[x]) or inf
+    return inf
+

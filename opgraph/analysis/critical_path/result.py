@@ -1,0 +1,202 @@
+"""Results of the critical path: segments, windows, summaries (times in ns; ``to_dict``
+gives µs)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Sequence
+
+from opgraph.analysis.critical_path.model import CATEGORIES, WAIT_CATEGORIES
+
+#: Kinds of device activities (for top-kernel tables).
+_DEVICE_KINDS = ("kernel", "memcpy", "memset")
+
+
+@dataclass(frozen=True)
+class PathSegment:
+    """One stretch of the critical path: ``[start_ns, end_ns)`` spent in ``bound_by``.
+
+    ``eid`` is the event whose own interval holds the stretch (``None`` when it lies between
+    events: a wait, a launch latency, untraced time); ``kind`` and ``name`` are that
+    event's, or describe the stretch when it has no event. ``lane`` is where it happens
+    (``"thread <pid>/<tid>"`` or ``"stream <device>/<stream>"``); ``from_eid`` / ``to_eid``
+    are the events of the dependency it crosses (the awaited activity of a ``sync_wait``, the
+    other thread's event of a ``thread_wait``, the events on either side of ``untraced``
+    time); ``inferred`` says the dependency was inferred, not recorded (docs/critical-path.md);
+    ``edge`` is the dependency's role (docs/critical-path.md, "Model")."""
+
+    eid: int | None
+    kind: str
+    name: str
+    start_ns: int
+    end_ns: int
+    bound_by: str
+    lane: str = ""
+    from_eid: int | None = None
+    to_eid: int | None = None
+    inferred: bool = False
+    edge: str = ""
+
+    @property
+    def dur_ns(self) -> int:
+        return self.end_ns - self.start_ns
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"eid": self.eid, "kind": self.kind, "name": self.name, "start_us": self.start_ns / 1000.0,
+                "end_us": self.end_ns / 1000.0, "bound_by": self.bound_by, "lane": self.lane,
+                "from_eid": self.from_eid, "to_eid": self.to_eid, "inferred": self.inferred, "edge": self.edge}
+
+
+def _confidence(path: Sequence[PathSegment]) -> dict[str, Any]:
+    """How much of ``path`` rests on inferred edges (ns) and its longest wait segment."""
+    inferred = sum(s.dur_ns for s in path if s.inferred)
+    waits = [s for s in path if s.bound_by in WAIT_CATEGORIES]
+    longest = max(waits, key=lambda s: s.dur_ns) if waits else None
+    return {"inferred_ns": inferred, "longest_wait": longest}
+
+
+def _wait_dict(s: PathSegment | None) -> dict[str, Any] | None:
+    if s is None:
+        return None
+    return {"bound_by": s.bound_by, "dur_us": s.dur_ns / 1000.0, "start_us": s.start_ns / 1000.0,
+            "end_us": s.end_ns / 1000.0, "lane": s.lane, "eid": s.eid, "name": s.name, "from_eid": s.from_eid,
+            "to_eid": s.to_eid, "inferred": s.inferred}
+
+
+@dataclass
+class WindowPath:
+    """The critical path of one window (a step, a matched range, or the whole trace)."""
+
+    #: the categories of :attr:`breakdown_ns` (a cross-rank path adds ``gpu_comm_wait``)
+    categories: ClassVar[tuple[str, ...]] = CATEGORIES
+
+    name: str
+    eid: int | None
+    start_ns: int
+    end_ns: int
+    path: list[PathSegment] = field(default_factory=list)
+    lane: str = ""
+
+    @property
+    def span_ns(self) -> int:
+        """Window start to its sink's end: the last end of the window's own thread's events
+        and of the device work launched in it (ns)."""
+        return self.end_ns - self.start_ns
+
+    @property
+    def length_ns(self) -> int:
+        return int(sum(s.dur_ns for s in self.path))
+
+    @property
+    def breakdown_ns(self) -> dict[str, int]:
+        out = {c: 0 for c in self.categories}
+        for s in self.path:
+            out[s.bound_by] += s.dur_ns
+        return out
+
+    @property
+    def breakdown_pct(self) -> dict[str, float]:
+        total = self.length_ns
+        b = self.breakdown_ns
+        return {c: (100.0 * v / total if total else 0.0) for c, v in b.items()}
+
+    @property
+    def bound(self) -> str:
+        """The category with the largest share of the path."""
+        b = self.breakdown_ns
+        return max(b, key=lambda c: b[c]) if self.path else "other"
+
+    @property
+    def inferred_ns(self) -> int:
+        """Path time resting on inferred edges (ns)."""
+        return int(_confidence(self.path)["inferred_ns"])
+
+    @property
+    def longest_wait(self) -> PathSegment | None:
+        """The longest ``device_wait`` / ``sync_wait`` / ``thread_wait`` / ``untraced`` segment."""
+        return _confidence(self.path)["longest_wait"]
+
+    def top(self, device: bool, n: int = 10) -> list[dict[str, Any]]:
+        """Events with the most time on the path inside their own interval (device
+        activities or host events); stretches between events count for no event."""
+        acc: dict[tuple[str, str], int] = {}
+        for s in self.path:
+            if s.eid is None:
+                continue
+            if (s.kind in _DEVICE_KINDS) == device:
+                acc[(s.kind, s.name)] = acc.get((s.kind, s.name), 0) + s.dur_ns
+        rows = sorted(acc.items(), key=lambda kv: -kv[1])[:n]
+        total = self.length_ns or 1
+        return [{"kind": k, "name": nm, "time_us": v / 1000.0, "pct": 100.0 * v / total} for (k, nm), v in rows]
+
+    def to_dict(self, with_path: bool = True) -> dict[str, Any]:
+        length = self.length_ns
+        d: dict[str, Any] = {
+            "name": self.name, "eid": self.eid, "lane": self.lane,
+            "start_us": self.start_ns / 1000.0, "end_us": self.end_ns / 1000.0,
+            "span_us": self.span_ns / 1000.0, "length_us": length / 1000.0,
+            "bound": self.bound,
+            "breakdown_us": {k: v / 1000.0 for k, v in self.breakdown_ns.items()},
+            "breakdown_pct": self.breakdown_pct,
+            "inferred_us": self.inferred_ns / 1000.0,
+            "inferred_pct": 100.0 * self.inferred_ns / length if length else 0.0,
+            "longest_wait": _wait_dict(self.longest_wait),
+            "top_ops": self.top(device=False), "top_kernels": self.top(device=True),
+        }
+        if with_path:
+            d["path"] = [s.to_dict() for s in self.path]
+        return d
+
+
+def summarize_windows(windows: Sequence[Any], categories: Sequence[str]) -> dict[str, Any]:
+    """Totals over windows (anything with ``start_ns``, ``end_ns``, ``path`` and
+    ``breakdown_ns``), counting each instant once: windows are taken by start, and a
+    window's segments count only after the previous windows' last end (a step's device
+    tail that runs into the next step is counted in the earlier step). So ``span_us`` is
+    the union of the windows (never more than the trace) and ``overlap_us`` the time that
+    two windows share; ``sum_span_us`` is the plain sum of the windows' spans. Breakdown
+    per category in µs and % of the counted length; ``bound`` is the largest category."""
+    tot = {c: 0 for c in categories}
+    inferred = 0
+    covered = None
+    sum_span = 0
+    union = 0
+    longest: PathSegment | None = None
+    for w in sorted(windows, key=lambda w: (w.start_ns, w.end_ns)):
+        sum_span += w.end_ns - w.start_ns
+        cut = w.start_ns if covered is None else max(w.start_ns, covered)
+        if w.end_ns > cut:
+            union += w.end_ns - cut
+        for s in w.path:
+            lo, hi = max(s.start_ns, cut), s.end_ns
+            if hi > lo:
+                tot[s.bound_by] += hi - lo
+                if s.inferred:
+                    inferred += hi - lo
+        lw = _confidence(w.path)["longest_wait"]
+        if lw is not None and (longest is None or lw.dur_ns > longest.dur_ns):
+            longest = lw
+        covered = w.end_ns if covered is None else max(covered, w.end_ns)
+    length = sum(tot.values())
+    return {"windows": len(windows), "span_us": union / 1000.0, "length_us": length / 1000.0,
+            "sum_span_us": sum_span / 1000.0, "overlap_us": (sum_span - union) / 1000.0,
+            "breakdown_us": {c: v / 1000.0 for c, v in tot.items()},
+            "breakdown_pct": {c: (100.0 * v / length if length else 0.0) for c, v in tot.items()},
+            "inferred_us": inferred / 1000.0, "inferred_pct": 100.0 * inferred / length if length else 0.0,
+            "longest_wait": _wait_dict(longest),
+            "bound": max(tot, key=lambda c: tot[c]) if length else "other"}
+
+
+@dataclass
+class CriticalPathResult:
+    """Critical paths of all windows of a graph."""
+
+    windows: list[WindowPath]
+    window_mode: str
+
+    def summary(self) -> dict[str, Any]:
+        return summarize_windows(self.windows, CATEGORIES)
+
+    def to_dict(self, with_path: bool = True) -> dict[str, Any]:
+        return {"window_mode": self.window_mode, "summary": self.summary(),
+                "windows": [w.to_dict(with_path) for w in self.windows]}

@@ -1,0 +1,357 @@
+"""Small Kineto traces, one per critical-path mechanism, with the exact path each must give.
+
+Every scenario is written by hand in integer µs (Kineto's unit) and its answer was walked
+by hand from the model of docs/critical-path.md: the path's segments in time order as
+``(start_us, end_us, category, owner)`` where ``owner`` is the name of the event whose own
+interval holds the stretch, or ``None`` for a stretch between events; plus the breakdown,
+the path time resting on inferred dependencies, and the window. Times in the answers are
+µs relative to the trace's base.
+
+Scenarios (:data:`PATH_SCENARIOS`):
+
+* ``autograd_handoff``: the main thread goes quiet after ``aten::ones_like`` while the
+  autograd thread runs ``MmBackward``; the path enters the autograd thread through the
+  inferred hand-off and comes back when the main thread resumes.
+* ``fwdbwd_flow``: no hand-off (the main thread keeps busy loading data), the optimizer's
+  kernel queues behind the backward kernel; the backward op waited for its forward op
+  (a recorded ``fwdbwd`` flow): ``thread_wait``.
+* ``sequence_number``: the same trace without the flow; the link comes from the
+  ``Sequence number`` / ``Fwd thread id`` args (inferred).
+* ``run_backward_wait``: the main thread blocks in ``run_backward`` (a Python wait) while
+  the autograd thread works: the wait's ends are ``thread_wait`` owned by the wait, never
+  ``cpu``.
+* ``untraced_gap``: two top-level ops with nothing recorded between them: ``untraced``,
+  owned by no event.
+* ``sleeping_helper``: no step markers and a helper thread sleeping in ``threading.wait``
+  until profiler stop: the window follows the launching thread, not the sleeper.
+* ``overlapping_windows``: a step's kernel runs into the next step: the summary counts
+  each instant once and reports the overlap.
+* ``stream_held``: a kernel starts long after its launch returned on an idle stream with
+  nothing recorded holding it: ``launch_overhead`` only up to the launch latency bound,
+  the rest ``untraced`` on the stream.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: Base time of every scenario (µs since an epoch; exact in float64).
+BASE_US = 1_700_000_000_000
+PID = 1
+MAIN = 1
+BWD = 2
+HELPER = 3
+DEVICE = 0
+STREAM = 7
+
+#: Idle scenarios (:func:`idle_scenario`): the device idle split by cause.
+IDLE_SCENARIOS: tuple[str, ...] = ("idle_stream_wait_call", "idle_collective_join", "idle_pre_trace")
+
+PATH_SCENARIOS: tuple[str, ...] = ("autograd_handoff", "fwdbwd_flow", "sequence_number", "run_backward_wait",
+                                   "untraced_gap", "sleeping_helper", "overlapping_windows", "stream_held")
+
+
+@dataclass
+class PathScenario:
+    """A trace document and its expected critical path (µs relative to :data:`BASE_US`)."""
+
+    name: str
+    trace: dict[str, Any]
+    windows: list[dict[str, Any]]
+    summary: dict[str, Any] = field(default_factory=dict)
+    #: idle scenarios: per device the causes (µs), per stream the causes, the blame by top op,
+    #: and what held the device waits
+    idle: dict[str, Any] = field(default_factory=dict)
+
+
+class _Doc:
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.corr = 0
+        self.flow = 1000
+
+    def x(self, cat: str, name: str, ts: int, end: int, tid: int = MAIN, args: dict | None = None) -> dict:
+        e = {"ph": "X", "cat": cat, "name": name, "pid": PID, "tid": tid, "ts": BASE_US + ts, "dur": end - ts,
+             "args": dict(args or {})}
+        self.events.append(e)
+        return e
+
+    def op(self, name: str, ts: int, end: int, tid: int = MAIN, **args: Any) -> dict:
+        return self.x("cpu_op", name, ts, end, tid, args)
+
+    def launch(self, ts: int, end: int, k_ts: int, k_end: int, kname: str, tid: int = MAIN,
+               stream: int = STREAM) -> None:
+        """A cudaLaunchKernel call and its kernel on (DEVICE, ``stream``), with the ac2g flow."""
+        self.corr += 1
+        c = self.corr
+        self.x("cuda_runtime", "cudaLaunchKernel", ts, end, tid, {"correlation": c, "cbid": 211})
+        self.kernel(k_ts, k_end, kname, c, stream)
+        self.events.append({"ph": "s", "id": c, "pid": PID, "tid": tid, "ts": BASE_US + ts, "cat": "ac2g",
+                            "name": "ac2g"})
+        self.events.append({"ph": "f", "id": c, "pid": DEVICE, "tid": stream, "ts": BASE_US + k_ts, "cat": "ac2g",
+                            "name": "ac2g", "bp": "e"})
+
+    def kernel(self, k_ts: int, k_end: int, kname: str, corr: int, stream: int = STREAM) -> None:
+        """A kernel on (DEVICE, ``stream``) with correlation ``corr``."""
+        self.events.append({"ph": "X", "cat": "kernel", "name": kname, "pid": DEVICE, "tid": stream,
+                            "ts": BASE_US + k_ts, "dur": k_end - k_ts,
+                            "args": {"device": DEVICE, "stream": stream, "correlation": corr}})
+
+    def runtime(self, name: str, ts: int, end: int, tid: int = MAIN) -> None:
+        self.corr += 1
+        self.x("cuda_runtime", name, ts, end, tid, {"correlation": self.corr})
+
+    def fwdbwd(self, fwd: dict, bwd: dict) -> None:
+        self.flow += 1
+        self.events.append({"ph": "s", "id": self.flow, "pid": PID, "tid": fwd["tid"], "ts": fwd["ts"],
+                            "cat": "fwdbwd", "name": "fwdbwd"})
+        self.events.append({"ph": "f", "id": self.flow, "pid": PID, "tid": bwd["tid"], "ts": bwd["ts"],
+                            "cat": "fwdbwd", "name": "fwdbwd", "bp": "e"})
+
+    def document(self) -> dict[str, Any]:
+        meta = [{"ph": "M", "name": "thread_name", "pid": PID, "tid": t, "args": {"name": n}}
+                for t, n in ((MAIN, "main"), (BWD, "autograd"), (HELPER, "helper"))]
+        return {"schemaVersion": 1, "distributedInfo": {"rank": 0}, "traceEvents": self.events + meta}
+
+
+def _seg(t0: int, t1: int, cat: str, owner: str | None) -> dict[str, Any]:
+    return {"start_us": t0, "end_us": t1, "bound_by": cat, "owner": owner}
+
+
+def _autograd(d: _Doc, flow: bool, seqnr: bool, busy_main: bool) -> tuple[dict, dict]:
+    """The forward op on the main thread and the backward op on the autograd thread."""
+    fwd_args = {"Sequence number": 7, "Fwd thread id": 0} if seqnr else {}
+    bwd_args = {"Sequence number": 7, "Fwd thread id": 1} if seqnr else {}
+    mm = d.op("aten::mm", 10, 110, **fwd_args)
+    d.launch(20, 30, 40, 140, "gemm_fwd")
+    d.op("aten::ones_like", 120, 130)
+    mmb = d.op("MmBackward", 150, 800, tid=BWD, **bwd_args)
+    if busy_main:
+        d.op("enumerate(DataLoader)#_DataLoaderIter.__next__", 135, 700)
+        d.launch(160, 170, 175, 880, "gemm_bwd", tid=BWD)
+    else:
+        d.launch(160, 170, 175, 775, "gemm_bwd", tid=BWD)
+        d.runtime("cudaStreamSynchronize", 180, 780, tid=BWD)
+    if flow:
+        d.fwdbwd(mm, mmb)
+    return mm, mmb
+
+
+def autograd_handoff() -> PathScenario:
+    d = _Doc()
+    d.x("user_annotation", "ProfilerStep#1", 0, 960)
+    _autograd(d, flow=False, seqnr=False, busy_main=False)
+    d.op("Optimizer.step", 820, 890)
+    d.launch(830, 840, 845, 945, "sgd_kernel")
+    d.runtime("cudaDeviceSynchronize", 900, 950)
+    segs = [_seg(0, 10, "cpu", "ProfilerStep#1"), _seg(10, 20, "cpu", "aten::mm"),
+            _seg(20, 30, "cpu", "cudaLaunchKernel"), _seg(30, 110, "cpu", "aten::mm"),
+            _seg(110, 120, "cpu", "ProfilerStep#1"), _seg(120, 130, "cpu", "aten::ones_like"),
+            _seg(130, 150, "thread_wait", None), _seg(150, 160, "cpu", "MmBackward"),
+            _seg(160, 170, "launch_overhead", "cudaLaunchKernel"), _seg(170, 175, "launch_overhead", None),
+            _seg(175, 775, "gpu_compute", "gemm_bwd"), _seg(775, 780, "sync_wait", "cudaStreamSynchronize"),
+            _seg(780, 800, "cpu", "MmBackward"), _seg(800, 820, "thread_wait", None),
+            _seg(820, 830, "cpu", "Optimizer.step"), _seg(830, 840, "launch_overhead", "cudaLaunchKernel"),
+            _seg(840, 845, "launch_overhead", None), _seg(845, 945, "gpu_compute", "sgd_kernel"),
+            _seg(945, 950, "sync_wait", "cudaDeviceSynchronize"), _seg(950, 960, "cpu", "ProfilerStep#1")]
+    # inferred: the two hand-off stretches and the two inferred syncs (no cuda_sync records)
+    return PathScenario("autograd_handoff", d.document(), [
+        {"name": "ProfilerStep#1", "start_us": 0, "end_us": 960, "path": segs, "inferred_us": 50,
+         "breakdown_us": {"cpu": 180, "launch_overhead": 30, "gpu_compute": 700, "sync_wait": 10,
+                          "thread_wait": 40}}])
+
+
+def _fwdbwd_common(d: _Doc, flow: bool, seqnr: bool) -> list[dict[str, Any]]:
+    d.x("user_annotation", "ProfilerStep#1", 0, 1000)
+    _autograd(d, flow=flow, seqnr=seqnr, busy_main=True)
+    d.op("Optimizer.step", 820, 890)
+    d.launch(830, 840, 885, 985, "sgd_kernel")
+    d.runtime("cudaDeviceSynchronize", 900, 990)
+    return [_seg(0, 10, "cpu", "ProfilerStep#1"), _seg(10, 20, "cpu", "aten::mm"),
+            _seg(20, 30, "cpu", "cudaLaunchKernel"), _seg(30, 110, "cpu", "aten::mm"),
+            _seg(110, 150, "thread_wait", None), _seg(150, 160, "cpu", "MmBackward"),
+            _seg(160, 170, "launch_overhead", "cudaLaunchKernel"), _seg(170, 175, "launch_overhead", None),
+            _seg(175, 880, "gpu_compute", "gemm_bwd"), _seg(880, 885, "kernel_gap", None),
+            _seg(885, 985, "gpu_compute", "sgd_kernel"), _seg(985, 990, "sync_wait", "cudaDeviceSynchronize"),
+            _seg(990, 1000, "cpu", "ProfilerStep#1")]
+
+
+_FWDBWD_BREAKDOWN = {"cpu": 130, "thread_wait": 40, "launch_overhead": 15, "gpu_compute": 805, "kernel_gap": 5,
+                     "sync_wait": 5}
+
+
+def fwdbwd_flow() -> PathScenario:
+    d = _Doc()
+    segs = _fwdbwd_common(d, flow=True, seqnr=False)
+    return PathScenario("fwdbwd_flow", d.document(), [
+        {"name": "ProfilerStep#1", "start_us": 0, "end_us": 1000, "path": segs, "inferred_us": 5,
+         "breakdown_us": dict(_FWDBWD_BREAKDOWN)}])
+
+
+def sequence_number() -> PathScenario:
+    d = _Doc()
+    segs = _fwdbwd_common(d, flow=False, seqnr=True)
+    return PathScenario("sequence_number", d.document(), [
+        {"name": "ProfilerStep#1", "start_us": 0, "end_us": 1000, "path": segs, "inferred_us": 45,
+         "breakdown_us": dict(_FWDBWD_BREAKDOWN)}])
+
+
+def run_backward_wait() -> PathScenario:
+    d = _Doc()
+    d.x("user_annotation", "ProfilerStep#1", 0, 1000)
+    d.x("python_function", "<built-in method run_backward of torch._C._EngineBase object>", 100, 900)
+    d.op("autograd::engine::evaluate_function: MmBackward0", 130, 850, tid=BWD)
+    d.launch(140, 150, 160, 840, "gemm_bwd", tid=BWD)
+    rb = "<built-in method run_backward of torch._C._EngineBase object>"
+    bw = "autograd::engine::evaluate_function: MmBackward0"
+    segs = [_seg(0, 100, "cpu", "ProfilerStep#1"), _seg(100, 130, "thread_wait", rb), _seg(130, 140, "cpu", bw),
+            _seg(140, 150, "cpu", "cudaLaunchKernel"), _seg(150, 850, "cpu", bw), _seg(850, 900, "thread_wait", rb),
+            _seg(900, 1000, "cpu", "ProfilerStep#1")]
+    return PathScenario("run_backward_wait", d.document(), [
+        {"name": "ProfilerStep#1", "start_us": 0, "end_us": 1000, "path": segs, "inferred_us": 80,
+         "breakdown_us": {"cpu": 920, "thread_wait": 80}}])
+
+
+def _two_ops(d: _Doc) -> list[dict[str, Any]]:
+    d.op("op1", 0, 50)
+    d.op("op2", 400, 450)
+    d.launch(410, 420, 425, 445, "k")
+    return [_seg(0, 50, "cpu", "op1"), _seg(50, 400, "untraced", None), _seg(400, 410, "cpu", "op2"),
+            _seg(410, 420, "cpu", "cudaLaunchKernel"), _seg(420, 450, "cpu", "op2")]
+
+
+def untraced_gap() -> PathScenario:
+    d = _Doc()
+    segs = _two_ops(d)
+    return PathScenario("untraced_gap", d.document(), [
+        {"name": "all", "start_us": 0, "end_us": 450, "path": segs, "inferred_us": 0,
+         "breakdown_us": {"cpu": 100, "untraced": 350}}])
+
+
+def sleeping_helper() -> PathScenario:
+    d = _Doc()
+    segs = _two_ops(d)
+    d.x("python_function", "threading.py(359): wait", 0, 600, tid=HELPER)
+    return PathScenario("sleeping_helper", d.document(), [
+        {"name": "all", "start_us": 0, "end_us": 450, "path": segs, "inferred_us": 0,
+         "breakdown_us": {"cpu": 100, "untraced": 350}}])
+
+
+def overlapping_windows() -> PathScenario:
+    d = _Doc()
+    d.x("user_annotation", "ProfilerStep#1", 0, 100)
+    d.launch(10, 20, 30, 250, "long_kernel")
+    d.x("user_annotation", "ProfilerStep#2", 120, 300)
+    d.launch(130, 140, 250, 280, "queued_kernel")
+    w1 = [_seg(0, 10, "cpu", "ProfilerStep#1"), _seg(10, 20, "launch_overhead", "cudaLaunchKernel"),
+          _seg(20, 30, "launch_overhead", None), _seg(30, 250, "gpu_compute", "long_kernel")]
+    w2 = [_seg(120, 130, "cpu", "ProfilerStep#2"), _seg(130, 140, "cpu", "cudaLaunchKernel"),
+          _seg(140, 300, "cpu", "ProfilerStep#2")]
+    return PathScenario("overlapping_windows", d.document(), [
+        {"name": "ProfilerStep#1", "start_us": 0, "end_us": 250, "path": w1, "inferred_us": 0,
+         "breakdown_us": {"cpu": 10, "launch_overhead": 20, "gpu_compute": 220}},
+        {"name": "ProfilerStep#2", "start_us": 120, "end_us": 300, "path": w2, "inferred_us": 0,
+         "breakdown_us": {"cpu": 180}}],
+        # the summary counts [120, 250) once, in step 1: step 2 adds only [250, 300)
+        {"span_us": 300, "sum_span_us": 430, "overlap_us": 130, "length_us": 300,
+         "breakdown_us": {"cpu": 60, "launch_overhead": 20, "gpu_compute": 220}})
+
+
+def stream_held() -> PathScenario:
+    d = _Doc()
+    d.x("user_annotation", "ProfilerStep#1", 0, 5000)
+    d.launch(10, 20, 3000, 3100, "held_kernel")
+    d.runtime("cudaDeviceSynchronize", 30, 3110)
+    # the launch returned at 20; launch latency up to 100 µs, then nothing explains the wait
+    segs = [_seg(0, 10, "cpu", "ProfilerStep#1"), _seg(10, 20, "launch_overhead", "cudaLaunchKernel"),
+            _seg(20, 120, "launch_overhead", None), _seg(120, 3000, "untraced", None),
+            _seg(3000, 3100, "gpu_compute", "held_kernel"), _seg(3100, 3110, "sync_wait", "cudaDeviceSynchronize"),
+            _seg(3110, 5000, "cpu", "ProfilerStep#1")]
+    return PathScenario("stream_held", d.document(), [
+        {"name": "ProfilerStep#1", "start_us": 0, "end_us": 5000, "path": segs, "inferred_us": 10,
+         "breakdown_us": {"cpu": 1900, "launch_overhead": 110, "untraced": 2880, "gpu_compute": 100,
+                          "sync_wait": 10}}])
+
+
+def idle_stream_wait_call() -> PathScenario:
+    """A kernel held 900 µs by a cudaStreamWaitEvent the host issued right before its launch
+    (its awaited stream and event are not recorded): a device wait named by the call."""
+    d = _Doc()
+    d.x("user_annotation", "ProfilerStep#1", 0, 1300)
+    d.op("aten::add", 5, 160)
+    d.launch(10, 20, 25, 125, "k1")
+    d.runtime("cudaStreamWaitEvent", 130, 135)
+    d.launch(140, 150, 1150, 1250, "k2")
+    d.runtime("cudaDeviceSynchronize", 170, 1260)
+    # gap [125, 1150): host late 125-140 (aten::add 10, cudaStreamWaitEvent 5), launch
+    # latency 140-250 (call end 150 + 100), held by the wait call until k2 starts
+    return PathScenario("idle_stream_wait_call", d.document(), [], idle={
+        "device": {"cpu_induced": 15, "sync_drain": 0, "launch_latency": 110, "kernel_gap": 0, "device_wait": 900,
+                   "untraced": 0},
+        "device_wait_by": {"thread 1/1 (cudaStreamWaitEvent)": 900},
+        "blame_top": {"aten::add": 15}})
+
+
+def idle_collective_join() -> PathScenario:
+    """The compute stream waits for a collective on the communication stream (NCCL's
+    unrecorded stream join, inferred): stream 7 idles as a device wait on stream 84 until the
+    collective ends, then 10 µs of join latency (kernel gap)."""
+    d = _Doc()
+    d.x("user_annotation", "ProfilerStep#1", 0, 700)
+    d.launch(10, 20, 100, 600, "ncclKernel_AllReduce_RING_LL_Sum_float", stream=84)
+    d.launch(25, 35, 50, 90, "k0")
+    d.launch(40, 45, 610, 650, "k_after_allreduce")
+    d.runtime("cudaDeviceSynchronize", 60, 660)
+    # device: busy 50-90 and 100-650; gap [90, 100) ended by the collective, whose call ended
+    # at 20: launch latency (20 + 100 > 100); gap [600, 610) ended by the held kernel: kernel
+    # gap after the collective. Stream 7: gap [90, 610): launch latency to 145 (45 + 100),
+    # device wait to 600 (the collective's end), kernel gap 600-610.
+    return PathScenario("idle_collective_join", d.document(), [], idle={
+        "device": {"cpu_induced": 0, "sync_drain": 0, "launch_latency": 10, "kernel_gap": 10, "device_wait": 0,
+                   "untraced": 0},
+        "streams": {7: {"cpu_induced": 0, "sync_drain": 0, "launch_latency": 55, "kernel_gap": 10, "device_wait": 455,
+                        "untraced": 0}},
+        "blame_top": {}})
+
+
+def idle_pre_trace() -> PathScenario:
+    """A kernel launched before the trace began (no launch call recorded) ends a 250 µs gap:
+    not CPU-induced; 100 µs of kernel gap, then untraced."""
+    d = _Doc()
+    d.x("user_annotation", "ProfilerStep#1", 0, 600)
+    d.launch(10, 20, 30, 50, "k1")
+    d.kernel(300, 400, "k_pre_trace", 99)
+    d.runtime("cudaDeviceSynchronize", 60, 410)
+    return PathScenario("idle_pre_trace", d.document(), [], idle={
+        "device": {"cpu_induced": 0, "sync_drain": 0, "launch_latency": 0, "kernel_gap": 100, "device_wait": 0,
+                   "untraced": 150},
+        "blame_top": {}})
+
+
+def idle_scenario(name: str) -> PathScenario:
+    """Idle scenario ``name`` (one of :data:`IDLE_SCENARIOS`)."""
+    return {"idle_stream_wait_call": idle_stream_wait_call, "idle_collective_join": idle_collective_join,
+            "idle_pre_trace": idle_pre_trace}[name]()
+
+
+_BUILDERS = {"autograd_handoff": autograd_handoff, "fwdbwd_flow": fwdbwd_flow, "sequence_number": sequence_number,
+             "run_backward_wait": run_backward_wait, "untraced_gap": untraced_gap, "sleeping_helper": sleeping_helper,
+             "overlapping_windows": overlapping_windows, "stream_held": stream_held}
+
+
+def path_scenario(name: str) -> PathScenario:
+    """Scenario ``name`` (one of :data:`PATH_SCENARIOS`)."""
+    return _BUILDERS[name]()
+
+
+def write_path_scenario(sc: PathScenario, directory: str | Path) -> Path:
+    """Write ``<name>.json`` (the trace) and ``<name>.answers.json`` into ``directory``."""
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    p = d / f"{sc.name}.json"
+    p.write_text(json.dumps(sc.trace))
+    (d / f"{sc.name}.answers.json").write_text(json.dumps({"windows": sc.windows, "summary": sc.summary}, indent=1))
+    return p

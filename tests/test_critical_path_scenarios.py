@@ -1,0 +1,139 @@
+"""Each critical-path mechanism on a synthesized trace with the exact expected path
+(opgraph/testing/synth_paths.py: segments, owners, breakdown, inferred share), through the
+library and through ``opgraph critical-path --json`` (validated by its schema)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from opgraph.analysis.critical_path import CATEGORIES, critical_path
+from opgraph.graph.io import load_any
+from opgraph.schemas_util import validate
+from opgraph.testing.synth_paths import (
+    BASE_US, IDLE_SCENARIOS, PATH_SCENARIOS, idle_scenario, path_scenario, write_path_scenario,
+)
+
+BASE_NS = BASE_US * 1000
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("paths")
+    return {n: write_path_scenario(path_scenario(n), d) for n in PATH_SCENARIOS}
+
+
+def _rel(ns: int) -> float:
+    return (ns - BASE_NS) / 1000.0
+
+
+@pytest.mark.parametrize("name", PATH_SCENARIOS)
+def test_path_is_exact(name: str, written: dict[str, Path]) -> None:
+    sc = path_scenario(name)
+    G = load_any(str(written[name]))
+    res = critical_path(G)
+    assert [w.name for w in res.windows] == [w["name"] for w in sc.windows]
+    for w, exp in zip(res.windows, sc.windows):
+        assert (_rel(w.start_ns), _rel(w.end_ns)) == (exp["start_us"], exp["end_us"])
+        got = [(_rel(s.start_ns), _rel(s.end_ns), s.bound_by, s.name if s.eid is not None else None) for s in w.path]
+        want = [(s["start_us"], s["end_us"], s["bound_by"], s["owner"]) for s in exp["path"]]
+        assert got == want
+        assert w.length_ns == w.span_ns
+        b = {c: v / 1000.0 for c, v in w.breakdown_ns.items() if v}
+        assert b == exp["breakdown_us"]
+        assert w.inferred_ns / 1000.0 == exp["inferred_us"]
+        # an event is charged only time inside its own interval
+        for s in w.path:
+            if s.eid is not None:
+                d = G.nodes[s.eid]
+                assert d["ts"] <= s.start_ns and s.end_ns <= d["ts"] + d["dur"]
+    if sc.summary:
+        s = res.summary()
+        for k in ("span_us", "sum_span_us", "overlap_us", "length_us"):
+            assert s[k] == sc.summary[k], k
+        assert {c: v for c, v in s["breakdown_us"].items() if v} == sc.summary["breakdown_us"]
+
+
+def test_handoff_edges_carry_their_evidence(written: dict[str, Path]) -> None:
+    G = load_any(str(written["autograd_handoff"]))
+    ho = [(u, v, d) for u, v, d in G.edges(data=True) if d["kind"] == "handoff"]
+    assert len(ho) == 1
+    u, v, d = ho[0]
+    N = G.nodes
+    assert (N[u]["name"], N[v]["name"]) == ("MmBackward", "Optimizer.step")
+    assert d["inferred"] is True and d["evidence"] == "burst"
+    assert N[d["first"]]["name"] == "MmBackward" and N[d["wait_from"]]["name"] == "aten::ones_like"
+    assert (d["wait_from_at"], d["resume_at"]) == ("end", "start")
+    codes = {h["code"] for h in G.graph["health"]}
+    assert "handoff_inferred" in codes
+    G2 = load_any(str(written["sequence_number"]))
+    fb = [(u, v, d) for u, v, d in G2.edges(data=True) if d["kind"] == "flow" and d.get("cat") == "fwdbwd"]
+    assert [(G2.nodes[u]["name"], G2.nodes[v]["name"], d["inferred"], d["evidence"]) for u, v, d in fb] == \
+           [("aten::mm", "MmBackward", True, "sequence_number")]
+    G3 = load_any(str(written["fwdbwd_flow"]))
+    fb = [d for *_, d in G3.edges(data=True) if d["kind"] == "flow" and d.get("cat") == "fwdbwd"]
+    assert len(fb) == 1 and not fb[0].get("inferred")
+
+
+def test_untraced_names_its_thread_and_events(written: dict[str, Path]) -> None:
+    G = load_any(str(written["untraced_gap"]))
+    w = critical_path(G).windows[0]
+    (s,) = [s for s in w.path if s.bound_by == "untraced"]
+    assert s.eid is None and s.lane == "thread 1/1" and s.edge == "top"
+    assert (G.nodes[s.from_eid]["name"], G.nodes[s.to_eid]["name"]) == ("op1", "op2")
+    lw = w.longest_wait
+    assert lw is s
+
+
+@pytest.mark.parametrize("name", PATH_SCENARIOS)
+def test_cli_json_matches_and_validates(name: str, written: dict[str, Path], cli) -> None:
+    r = cli(["critical-path", str(written[name]), "--json"])
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    validate(doc, "critical-path.schema.json")
+    sc = path_scenario(name)
+    for w, exp in zip(doc["windows"], sc.windows):
+        assert {c: v for c, v in w["breakdown_us"].items() if v} == {c: float(v) for c, v in exp["breakdown_us"].items()}
+        assert w["inferred_us"] == exp["inferred_us"]
+        assert set(w["breakdown_us"]) == set(CATEGORIES)
+    assert doc["summary"]["span_us"] <= doc["summary"]["sum_span_us"]
+
+
+def test_cli_table_says_how_sure(written: dict[str, Path], cli) -> None:
+    r = cli(["critical-path", str(written["overlapping_windows"])])
+    assert r.exit_code == 0, r.stderr
+    out = " ".join(r.stdout.split())
+    assert "windows overlap by 130.0 µs" in out
+    r = cli(["critical-path", str(written["autograd_handoff"])])
+    out = " ".join(r.stdout.split())
+    assert "inferred dependencies carry 50.0 µs (5.2 %) of the path" in out
+    assert "longest wait: thread_wait 20.0 µs on thread 1/2 (aten::ones_like -> MmBackward) [inferred]" in out
+
+
+# ------------------------------------------------------------------ idle split by cause
+@pytest.mark.parametrize("name", IDLE_SCENARIOS)
+def test_idle_causes_exact(name: str, tmp_path: Path, cli) -> None:
+    from opgraph.analysis.idle import idle_time
+
+    sc = idle_scenario(name)
+    p = write_path_scenario(sc, tmp_path)
+    G = load_any(str(p))
+    res = idle_time(G)
+    (d,) = res.devices
+    assert {k: v / 1000 for k, v in d.causes_ns.items()} == sc.idle["device"]
+    assert sum(d.causes_ns.values()) == d.idle_ns
+    assert {k: v / 1000 for k, v in d.device_wait_by_ns.items()} == sc.idle.get("device_wait_by", {})
+    for s in res.streams:
+        assert sum(s.causes_ns.values()) == s.idle_ns
+        if s.stream in sc.idle.get("streams", {}):
+            assert {k: v / 1000 for k, v in s.causes_ns.items()} == sc.idle["streams"][s.stream]
+    top = res.blame("top")
+    assert {n: b / 1000 for n, b in zip(top["name"], top["blame_ns"])} == sc.idle["blame_top"]
+    assert int(top["blame_ns"].sum()) == d.cpu_induced_idle_ns
+    r = cli(["idle", str(p), "--json"])
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    validate(doc, "idle.schema.json")
+    assert doc["devices"][0]["causes_us"] == {k: float(v) for k, v in sc.idle["device"].items()}
