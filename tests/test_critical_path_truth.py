@@ -185,3 +185,56 @@ def test_sglang_decode_wait_is_a_device_wait() -> None:
         res.blame("top").set_index("name").loc["aten::copy_", "blame_ns"] < 1_000_000
     w = critical_path(G).windows[0]
     assert w.breakdown_ns["device_wait"] > 463_000_000 and w.breakdown_ns["launch_overhead"] < 1_000_000
+
+
+@pytest.mark.parametrize("stem", ["kineto_tbplugin_resnet50_w0_2021-06", "kineto_tbplugin_resnet50_w0_2021-01"])
+def test_resnet50_steps_walk_forward_then_backward(stem: str) -> None:
+    """The resnet50 training steps: the forward ops run on the main thread (the step's
+    thread), the path crosses to the autograd thread through an inferred hand-off, and the
+    backward ops are on it. Where the GPU fell behind the host (2021-06), the backward
+    kernels bound the step's second half; where it caught up before the step ended (2021-01:
+    the backward kernels queue up to 25 ms behind, but the optimizer's 28 ms of dispatch on
+    the main thread lets the GPU catch up, so the last kernel starts right after its
+    launch), no kernel is on the path, and that is true."""
+    from tests.conftest import KINETO_DIR, load_graph
+
+    p = KINETO_DIR / f"{stem}.pt.trace.json.gz"
+    if not p.exists():
+        pytest.skip("trace absent")
+    G = load_graph(p)
+    a, res = _cp(G)
+
+    def name_of(eid: int) -> str:
+        return str(G.nodes[eid]["name"])
+
+    assert len(res.windows) >= 2
+    for w in res.windows:
+        steps = [n for n, d in G.nodes(data=True) if d["name"] == w.name]
+        main = G.nodes[steps[0]]["tid"]
+        segs = [s for s in w.path if s.eid is not None]
+        on_main = [s for s in segs if s.bound_by == "cpu" and G.nodes[s.eid]["tid"] == main]
+        fwd = sum(s.dur_ns for s in on_main if name_of(s.eid) in ("aten::cudnn_convolution", "aten::conv2d",
+                                                                     "aten::convolution", "aten::_convolution",
+                                                                     "aten::batch_norm", "aten::relu_",
+                                                                     "aten::max_pool2d", "aten::linear"))
+        assert fwd > 1_000_000, (w.name, fwd)
+        hand = [s for s in w.path if s.bound_by == "thread_wait" and s.inferred]
+        assert hand, w.name
+        bwd = sum(s.dur_ns for s in segs if G.nodes[s.eid]["tid"] != main and "Backward" in name_of(s.eid))
+        assert bwd > 0, w.name
+        # the hand-off comes after the forward part and before the backward part
+        t_hand = min(s.start_ns for s in hand)
+        assert min(s.start_ns for s in on_main) < t_hand
+        gpu = w.breakdown_pct["gpu_compute"]
+        if stem.endswith("2021-06"):
+            assert gpu > 25.0, (w.name, gpu)
+        else:
+            assert gpu == 0.0
+        if stem.endswith("2021-01"):
+            # the GPU had caught up: the last activity launched in the step started within
+            # 100 µs of its launch call's return, so the host's dispatch bounds the end
+            ls, ld = a.out_edges("launch")
+            t0, t1 = w.path[0].start_ns, w.path[-1].end_ns
+            m = (a.ts[ls] >= t0) & (a.ts[ls] < t1)
+            last = np.argmax(a.end[ld[m]])
+            assert a.ts[ld[m][last]] - a.end[ls[m][last]] <= 100_000, w.name

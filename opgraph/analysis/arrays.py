@@ -6,7 +6,8 @@ than on per-node Python calls; the networkx graph stays the model users touch.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 
 import networkx as nx
 import numpy as np
@@ -46,6 +47,19 @@ class GraphArrays:
     #: ``inferred`` (bool), ``cat`` (flow category, object), and for ``handoff`` edges
     #: ``first`` / ``wait_from`` (positions, -1: none), ``wait_from_end`` / ``resume_end`` (bool).
     edge_attrs: dict[str, dict[str, np.ndarray]] | None = None
+    #: ``name`` factorized once (codes, distinct names), for :meth:`names_match`.
+    _name_codes: tuple[np.ndarray, list[str]] | None = field(default=None, init=False, repr=False)
+
+    def names_match(self, rx: re.Pattern[str]) -> np.ndarray:
+        """Per node: ``rx.search(name)``, run once per distinct name (a missing name is "")."""
+        if self._name_codes is None:
+            codes, uniq = pd.factorize(self.name, use_na_sentinel=False)
+            self._name_codes = (codes, [u if isinstance(u, str) else "" for u in uniq.tolist()])
+        codes, uniq = self._name_codes
+        if not len(codes):
+            return np.zeros(0, dtype=bool)
+        hit = np.fromiter((bool(rx.search(u)) for u in uniq), dtype=bool, count=len(uniq))
+        return hit[codes]
 
     def __post_init__(self) -> None:
         if self.rank is None:

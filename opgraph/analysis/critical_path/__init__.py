@@ -67,11 +67,12 @@ def path_segments(d: BoundaryDAG, raw: list[RawSegment]) -> list[PathSegment]:
     lane_pos: dict[int, int] = {}
     for r in raw:
         lane_pos.setdefault(r.lane, r.owner if r.owner >= 0 else (r.dst if r.dst >= 0 else r.src))
+    labels = {ln: lane_label(a, p) for ln, p in lane_pos.items()}
     for r in raw:
         edge = ROLES[r.role] if r.role >= 0 else ("collective" if r.role == -1 and r.src >= 0 else "")
         if r.src < 0 and r.role < 0:
             edge = "none"
-        lane = lane_label(a, lane_pos.get(r.lane, -1))
+        lane = labels[r.lane]
         fe = int(a.eid[r.src]) if r.src >= 0 else None
         te = int(a.eid[r.dst]) if r.dst >= 0 else None
         if r.owner >= 0:

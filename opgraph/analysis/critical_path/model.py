@@ -105,9 +105,9 @@ def blocking_waits(a: GraphArrays) -> np.ndarray:
     """Per node: a host call that blocks its thread by name: Python waits, lock acquires,
     ``run_backward``, ... (:data:`opgraph.graph.threads.BLOCKING_WAIT_RE`) and the runtime's
     synchronize calls. When no dependency explains its end, its span is ``untraced``."""
-    out = a.is_host & _names_match(a.name, BLOCKING_WAIT_RE)
+    out = a.is_host & a.names_match(BLOCKING_WAIT_RE)
     for rx in (DEVICE_SYNC_RE, STREAM_SYNC_RE, EVENT_SYNC_RE):
-        out |= (a.kind == "runtime") & _names_match(a.name, rx)
+        out |= (a.kind == "runtime") & a.names_match(rx)
     return out
 
 
@@ -194,7 +194,7 @@ def edge_categories(a: GraphArrays, role: np.ndarray, own: np.ndarray, src: np.n
     cat = rc[role]
     act_cat = np.full(a.n, CAT["gpu_compute"], dtype=np.int8)
     act_cat[np.isin(a.kind, ("memcpy", "memset"))] = CAT["gpu_memory"]
-    act_cat[(a.kind == "kernel") & _names_match(a.name, re.compile(COMM_KERNEL_PATTERN))] = CAT["gpu_comm"]
+    act_cat[(a.kind == "kernel") & a.names_match(re.compile(COMM_KERNEL_PATTERN))] = CAT["gpu_comm"]
     m = role == R["act"]
     cat[m] = act_cat[own[m]]
     lf = np.flatnonzero(role == R["leaf"])
