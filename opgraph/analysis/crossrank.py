@@ -194,22 +194,25 @@ def _positions(a: GraphArrays, nodes: np.ndarray) -> np.ndarray:
 
 
 def _step_table(job: dict[str, Any], a: GraphArrays, rank_of: np.ndarray, ranks: list[int]) -> pd.DataFrame:
-    """``rank, step, ts`` of every analysed rank's steps (aligned ns); a rank without steps
+    """``rank, step, ts, end, name`` of every analysed rank's steps (aligned ns); a rank without steps
     gets one window ``step=-1`` over its whole trace."""
     st = job.get("steps")
     rows = []
     if isinstance(st, pd.DataFrame) and len(st):
-        s = st[st["rank"].isin(ranks)][["rank", "step", "ts", "end"]]
-        rows.append(s.astype(np.int64))
+        s = st[st["rank"].isin(ranks)]
+        named = s["name"] if "name" in s else pd.Series(None, index=s.index, dtype=object)
+        s = s[["rank", "step", "ts", "end"]].astype(np.int64)
+        s["name"] = named.to_numpy(object)
+        rows.append(s)
     have = set(rows[0]["rank"].tolist()) if rows else set()
     for r in ranks:
         if r not in have:
             m = rank_of == r
             if m.any():
                 rows.append(pd.DataFrame({"rank": [r], "step": [-1], "ts": [int(a.ts[m].min())],
-                                          "end": [int(a.end[m].max())]}))
+                                          "end": [int(a.end[m].max())], "name": ["all"]}))
     if not rows:
-        return pd.DataFrame({"rank": [], "step": [], "ts": [], "end": []}, dtype=np.int64)
+        return pd.DataFrame({"rank": [], "step": [], "ts": [], "end": [], "name": []})
     return pd.concat(rows, ignore_index=True).sort_values(["step", "rank"], kind="stable").reset_index(drop=True)
 
 
@@ -314,7 +317,9 @@ def crossrank_critical_path(G: nx.DiGraph, ranks: Sequence[int] | None = None,
         spans = [w["end_ns"] - w["start_ns"] for w in wins]
         wi = int(np.argmax(spans))  # first max: lowest rank (rows sorted by rank)
         w = wins[wi]
-        name = f"ProfilerStep#{stepno}" if stepno >= 0 else "all"
+        # the step's own name (ProfilerStep#N, Iteration N, ...) as the lowest rank saw it
+        named = [x for x in grp["name"].tolist() if isinstance(x, str) and x]
+        name = named[0] if named else (f"step {stepno}" if stepno >= 0 else "all")
         path: list[PathSegment] = []
         if w["sink"] >= 0:
             raw = segments(d, walk_back(d, 2 * w["sink"] + 1, w["start_ns"]))

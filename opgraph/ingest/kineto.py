@@ -23,6 +23,7 @@ import pandas as pd
 
 from opgraph.errors import OpgraphInputError
 from opgraph.ingest.source import SourceBytes, read_source
+from opgraph.ingest.steps import STEP_RE
 from opgraph.ingest.table import NONE_ID, EventTable
 
 #: Category -> canonical kind for complete (``X``) events.
@@ -54,7 +55,6 @@ _KNOWN_NON_NODE_CATS = {"cuda_profiler_range", "overhead", "Trace", "cuda_sync"}
 _FLOW_PH = {"s": "flow_start", "t": "flow_end", "f": "flow_end"}
 _INSTANT_PH = {"i", "I", "n", "R"}
 _STANDARD_KEYS = frozenset({"ph", "cat", "name", "pid", "tid", "ts", "dur", "args", "id", "bp"})
-_STEP_RE = re.compile(r"^ProfilerStep#\d+$")
 _STREAM_TID_RE = re.compile(r"^stream\s+(\d+)")
 _TS_TEXT_RE = re.compile(rb'"ts"\s*:\s*(-?[0-9][0-9.eE+-]*)')
 
@@ -433,7 +433,7 @@ def events_to_table(src: SourceBytes, events: list) -> EventTable:
     kind = np.asarray(pair_kind, dtype=object)[pair_inv]
     name_codes, name_uniques = pd.factorize(np.asarray(name, dtype=object))
     # Old traces record ProfilerStep#N and record_function labels as "Operator".
-    step_names = pd.Series(name_uniques, dtype=object).astype(str).str.match(_STEP_RE).to_numpy(bool)
+    step_names = pd.Series(name_uniques, dtype=object).astype(str).str.match(STEP_RE).to_numpy(bool)
     if step_names.any():
         is_step = np.zeros(n, dtype=bool)
         valid = name_codes >= 0

@@ -28,7 +28,8 @@ COLLECTIVE_COLUMNS: dict[str, str] = {
     "ts": "int64", "end": "int64", "device": "int64", "stream": "int64", "step": "int64", "launch_ts": "int64",
 }
 #: Columns of a rank's steps table.
-STEP_COLUMNS: dict[str, str] = {"step": "int64", "ts": "int64", "end": "int64", "gpu_ts": "int64", "gpu_end": "int64"}
+STEP_COLUMNS: dict[str, str] = {"step": "int64", "name": "object", "ts": "int64", "end": "int64", "gpu_ts": "int64",
+                                "gpu_end": "int64"}
 
 #: Host ranges that describe the collective a kernel runs.
 _LAUNCHER_NAME_RE = re.compile(r"^(?:nccl|rccl|gloo):|^c10d::")
@@ -201,8 +202,9 @@ def rank_tables(payload: dict[str, Any], rank: int) -> tuple[pd.DataFrame, pd.Da
     # steps: the one selector's (ProfilerStep#N host ranges, else GPU annotations, else NVTX
     # Iteration N); a rank without any gets none (the cross-rank path uses its whole trace)
     wins = select_windows(WindowColumns(kind, name_u[name_c], ts, end, np.asarray(nodes, dtype=np.int64)), lanes=False)
-    steps = wins.to_frame()[["step", "ts", "end"]] if wins.is_steps else pd.DataFrame({"step": [], "ts": [], "end": []})
-    steps = steps.astype(np.int64).reset_index(drop=True)
+    steps = (wins.to_frame()[["step", "name", "ts", "end"]] if wins.is_steps
+             else pd.DataFrame({"step": [], "name": [], "ts": [], "end": []}))
+    steps = steps.astype({"step": np.int64, "name": object, "ts": np.int64, "end": np.int64}).reset_index(drop=True)
     s_ts, s_end = steps["ts"].to_numpy(np.int64), steps["end"].to_numpy(np.int64)
 
     def step_of(t: np.ndarray) -> np.ndarray:
