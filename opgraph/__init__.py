@@ -1,10 +1,44 @@
 """opgraph: profiler traces as a typed NetworkX DAG.
 
+The public API (``import opgraph``; docs/api.md):
+
+>>> import opgraph
+>>> G = opgraph.load(opgraph.example_trace("gpu_bound"))
+>>> opgraph.critical_path(G).to_frame("breakdown")["bound"].iloc[0]
+'gpu_compute'
+
 Layers (one direction of flow): ``ingest`` (readers -> canonical event table),
 ``graph`` (table -> typed ``networkx.DiGraph``; save/load), ``analysis`` (graph ->
-dataclasses/DataFrames), ``export`` (graph + results -> Perfetto/DOT/HTML/JSON) and
-``cli`` (thin click commands).
+dataclasses/DataFrames), ``export`` (graph + results -> Perfetto/DOT/HTML/JSON),
+``commands``/``cli`` (thin click commands) and ``api`` (these functions). The names below
+are loaded on first use, so ``import opgraph`` stays cheap.
 """
+
+from __future__ import annotations
+
+from typing import Any
 
 __version__ = "0.1.0"
 GRAPH_SCHEMA_VERSION = 1
+
+#: The public functions and classes, all defined in :mod:`opgraph.api`.
+__all__ = [
+    "Report", "load", "build", "save", "example_trace", "info", "critical_path", "idle", "breakdown",
+    "iterations", "summary", "overheads", "roofline", "report", "diff", "predict", "stragglers",
+    "export_perfetto", "export_graphviz", "report_html", "OpgraphInputError",
+    "__version__", "GRAPH_SCHEMA_VERSION",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "OpgraphInputError":
+        from opgraph.errors import OpgraphInputError
+        return OpgraphInputError
+    if name in __all__:
+        from opgraph import api
+        return getattr(api, name)
+    raise AttributeError(f"module 'opgraph' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

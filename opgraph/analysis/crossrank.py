@@ -41,7 +41,9 @@ import pandas as pd
 
 from opgraph.analysis.arrays import GraphArrays
 from opgraph.analysis.critical_path import (CATEGORIES, BoundaryDAG, ExtraEdges, PathSegment, WindowPath,
-                                            boundary_dag, path_segments, segments, summarize_windows, walk_back)
+                                            boundary_dag, breakdown_frame, path_frame, path_segments, segments,
+                                            summarize_windows, walk_back)
+from opgraph.analysis.display import TableResult
 from opgraph.analysis.stragglers import job_info, kernel_waits
 
 #: Categories of the cross-rank path: the single-rank ones plus ``gpu_comm_wait``.
@@ -130,9 +132,13 @@ class StepPath(WindowPath):
 
 
 @dataclass
-class CrossRankResult:
+class CrossRankResult(TableResult):
     """Cross-rank critical paths of a job's steps. ``ranks``: the ranks analysed in full;
-    ``summarised``: requested ranks not kept in full (seen through collective rows only)."""
+    ``summarised``: requested ranks not kept in full (seen through collective rows only).
+    ``tables()``: ``path`` (one row per segment, with its rank) and ``breakdown`` (per step)."""
+
+    main_table: ClassVar[str] = "path"
+    display_tables: ClassVar[tuple[str, ...]] = ("breakdown",)
 
     steps: list[StepPath]
     ranks: list[int]
@@ -147,6 +153,9 @@ class CrossRankResult:
 
     def summary(self) -> dict[str, Any]:
         return summarize_windows(self.steps, CROSS_CATEGORIES)
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        return {"path": path_frame(self.steps), "breakdown": breakdown_frame(self.steps, CROSS_CATEGORIES)}
 
     def to_dict(self, with_path: bool = True) -> dict[str, Any]:
         """JSON-ready (schemas/critical-path.schema.json, cross-rank form; µs)."""

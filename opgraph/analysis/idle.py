@@ -31,13 +31,14 @@ Definitions (docs/idle.md)
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import networkx as nx
 import numpy as np
 import pandas as pd
 
 from opgraph.analysis.arrays import GraphArrays
+from opgraph.analysis.display import TableResult
 from opgraph.graph.linking import DEVICE_SYNC_RE, EVENT_SYNC_RE, STREAM_SYNC_RE
 from opgraph.graph.streams import LATE_START_NS
 
@@ -94,10 +95,20 @@ class StreamIdle:
 
 
 @dataclass
-class IdleResult:
+class IdleResult(TableResult):
     """Output of :func:`idle_time`. ``blame_events`` has one row per blamed host event
     (``eid`` -1 for untraced time): ``eid``, ``kind``, ``name``, ``top_eid``, ``top_name``,
-    ``blame_ns``."""
+    ``blame_ns``. ``tables()``: ``devices`` and ``streams`` (µs, one column ``<cause>_us`` per cause),
+    ``blame_top`` / ``blame_leaf`` and ``gaps`` (µs).
+
+    Examples
+    --------
+    >>> import opgraph
+    >>> G = opgraph.load(opgraph.example_trace("cpu_bound"))
+    >>> d = opgraph.idle(G).to_frame().iloc[0]
+    >>> float(round(d["idle_us"] - sum(d[f"{c}_us"] for c in CAUSES), 6))
+    0.0
+    """
 
     devices: list[DeviceIdle]
     streams: list[StreamIdle]
@@ -127,6 +138,28 @@ class IdleResult:
         total = self.cpu_induced_idle_ns
         out["share"] = out["blame_ns"] / total if total else 0.0
         return out.sort_values("blame_ns", ascending=False, kind="stable").reset_index(drop=True)
+
+    main_table: ClassVar[str] = "devices"
+    display_tables: ClassVar[tuple[str, ...]] = ("devices", "blame_top")
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """``devices``, ``streams`` (µs; causes as columns), ``blame_top``, ``blame_leaf``
+        (µs, share in %) and ``gaps`` (one row per device gap, µs)."""
+        def flat(d: dict[str, Any]) -> dict[str, Any]:
+            out = {k: v for k, v in d.items() if not isinstance(v, (dict, list))}
+            out.update({f"{c}_us": v for c, v in d.get("causes_us", {}).items()})
+            return out
+
+        def blame(level: str) -> pd.DataFrame:
+            b = self.blame(level)
+            return pd.DataFrame({"kind": b["kind"].astype(str), "name": b["name"].astype(str),
+                                 "blame_us": b["blame_ns"] / 1e3, "count": b["count"], "share_pct": 100.0 * b["share"]})
+        g = self.gaps.copy()
+        for c in [c for c in g.columns if c in CAUSES or c in ("start_ns", "end_ns")]:
+            g[c.replace("_ns", "_us") if c.endswith("_ns") else c] = g.pop(c) / 1e3
+        return {"devices": pd.DataFrame([flat(d.to_dict()) for d in self.devices]),
+                "streams": pd.DataFrame([flat(s.to_dict()) for s in self.streams]),
+                "blame_top": blame("top"), "blame_leaf": blame("leaf"), "gaps": g}
 
     def to_dict(self, top: int = 20) -> dict[str, Any]:
         def rows(level: str) -> list[dict[str, Any]]:

@@ -41,13 +41,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Mapping
+from typing import Any, ClassVar, Mapping
 
 import networkx as nx
 import numpy as np
 import orjson
 import pandas as pd
 
+from opgraph.analysis.display import TableResult
 from opgraph.analysis.flops import COMPOSITE_OPS, OpCost, op_cost, op_cost_from_args, op_family
 from opgraph.devices import Device, lookup, lookup_properties
 
@@ -569,8 +570,9 @@ def resolve_devices(props: list[Any] | None, device_ids: list[int], override: st
 
 # --------------------------------------------------------------------------- result
 @dataclass
-class RooflineResult:
-    """Per-activity and per-op attribution.
+class RooflineResult(TableResult):
+    """Per-activity and per-op attribution. ``tables()``: ``by_kernel`` and ``by_op``
+    (:func:`group_table`, µs), ``kernels`` and ``ops`` (the frames below).
 
     ``kernels``: one row per device activity (kernel, memcpy, memset), columns ``eid kind
     name device stream? ts_ns dur_ns op_eid op_name launcher_eid launcher_name model family
@@ -590,6 +592,12 @@ class RooflineResult:
     ops: pd.DataFrame
     devices: dict[int, DeviceInfo]
     default_dtype: str | None = None
+    main_table: ClassVar[str] = "by_kernel"
+    display_tables: ClassVar[tuple[str, ...]] = ("by_kernel",)
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        return {"by_kernel": group_table(self, "kernel"), "by_op": group_table(self, "op"),
+                "kernels": self.kernels, "ops": self.ops}
     device_override: str | None = None
     source: Mapping[str, Any] = field(default_factory=dict)
 

@@ -26,10 +26,12 @@ Definitions (all times ns on the job's aligned clock):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
+
+from opgraph.analysis.display import TableResult
 
 #: Lower edges (µs) of the histogram bins; the last bin is open-ended.
 HIST_EDGES_US: tuple[float, ...] = (0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000,
@@ -155,8 +157,11 @@ def histogram_us(values_ns: np.ndarray, edges_us: tuple[float, ...] = HIST_EDGES
 
 
 @dataclass
-class StragglerReport:
-    """Straggler analysis of a job; DataFrames in ns (``to_dict`` gives µs)."""
+class StragglerReport(TableResult):
+    """Straggler analysis of a job; DataFrames in ns (``to_dict`` gives µs; ``tables()``
+    gives ``by_rank``, ``by_step`` and ``by_collective`` in µs)."""
+
+    main_table: ClassVar[str] = "by_rank"
 
     ranks: list[int]
     full: dict[int, bool]
@@ -179,6 +184,10 @@ class StragglerReport:
                 "skew": histogram_us(self.collectives["skew"].to_numpy()),
                 "lateness": histogram_us(self.collectives["lateness"].to_numpy()),
                 "wait": histogram_us(self.waits["wait"].to_numpy())}
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        d = self.to_dict()
+        return {k: pd.DataFrame(d[k]) for k in ("by_rank", "by_step", "by_collective")}
 
     def to_dict(self, top: int | None = None) -> dict[str, Any]:
         """JSON-ready (schemas/stragglers.schema.json); ``top`` limits ``by_collective`` to

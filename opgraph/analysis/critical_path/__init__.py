@@ -35,7 +35,7 @@ from opgraph.analysis.critical_path.model import (
     boundary_edges, edge_categories,
 )
 from opgraph.analysis.critical_path.result import (
-    CriticalPathResult, PathSegment, WindowPath, summarize_windows,
+    CriticalPathResult, PathSegment, WindowPath, breakdown_frame, path_frame, summarize_windows,
 )
 from opgraph.analysis.windows import Window, select_windows
 
@@ -45,7 +45,7 @@ __all__ = [
     "BoundaryDAG", "BoundaryEdges", "ExtraEdges", "RawSegment", "PathSegment", "WindowPath", "CriticalPathResult",
     "boundary_dag", "boundary_edges", "boundary_times", "blocking_waits", "dag_from_edges", "edge_categories",
     "pick_critical", "segments", "walk_back", "summarize_windows", "critical_path", "window_sinks",
-    "path_segments", "lane_label",
+    "path_segments", "lane_label", "path_frame", "breakdown_frame",
 ]
 
 

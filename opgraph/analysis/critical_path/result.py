@@ -6,7 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Sequence
 
+import pandas as pd
+
 from opgraph.analysis.critical_path.model import CATEGORIES, WAIT_CATEGORIES
+from opgraph.analysis.display import TableResult
 
 #: Kinds of device activities (for top-kernel tables).
 _DEVICE_KINDS = ("kernel", "memcpy", "memset")
@@ -187,12 +190,61 @@ def summarize_windows(windows: Sequence[Any], categories: Sequence[str]) -> dict
             "bound": max(tot, key=lambda c: tot[c]) if length else "other"}
 
 
+def path_frame(windows: Sequence[Any]) -> pd.DataFrame:
+    """One row per path segment of ``windows``: ``window``, ``start_us``, ``end_us``,
+    ``dur_us``, ``bound_by``, ``kind``, ``name``, ``lane``, ``eid``, ``from_eid``,
+    ``to_eid``, ``inferred``, ``edge`` (and ``rank`` where segments carry one)."""
+    rows = []
+    for w in windows:
+        for s in w.path:
+            r = {"window": w.name, "start_us": s.start_ns / 1e3, "end_us": s.end_ns / 1e3, "dur_us": s.dur_ns / 1e3,
+                 "bound_by": s.bound_by, "kind": s.kind, "name": s.name, "lane": s.lane, "eid": s.eid,
+                 "from_eid": s.from_eid, "to_eid": s.to_eid, "inferred": s.inferred, "edge": s.edge}
+            if hasattr(s, "rank"):
+                r["rank"] = s.rank
+            rows.append(r)
+    cols = ["window", "start_us", "end_us", "dur_us", "bound_by", "kind", "name", "lane", "eid", "from_eid",
+            "to_eid", "inferred", "edge"]
+    return pd.DataFrame(rows, columns=cols + (["rank"] if rows and "rank" in rows[0] else []))
+
+
+def breakdown_frame(windows: Sequence[Any], categories: Sequence[str]) -> pd.DataFrame:
+    """One row per window: ``window``, ``start_us``, ``span_us``, ``length_us``, ``bound``,
+    ``inferred_us`` and the time (µs) of every category."""
+    rows = []
+    for w in windows:
+        r = {"window": w.name, "start_us": w.start_ns / 1e3, "span_us": w.span_ns / 1e3,
+             "length_us": w.length_ns / 1e3, "bound": w.bound, "inferred_us": w.inferred_ns / 1e3}
+        r.update({c: w.breakdown_ns.get(c, 0) / 1e3 for c in categories})
+        rows.append(r)
+    return pd.DataFrame(rows, columns=["window", "start_us", "span_us", "length_us", "bound", "inferred_us",
+                                       *categories])
+
+
 @dataclass
-class CriticalPathResult:
-    """Critical paths of all windows of a graph."""
+class CriticalPathResult(TableResult):
+    """Critical paths of all windows of a graph.
+
+    Examples
+    --------
+    >>> import opgraph
+    >>> res = opgraph.critical_path(opgraph.load(opgraph.example_trace("gpu_bound")))
+    >>> res.to_frame("breakdown")[["window", "bound"]].head(1)
+               window        bound
+    0  ProfilerStep#1  gpu_compute
+    >>> round(res.summary()["length_us"] - res.summary()["span_us"], 6)
+    0.0
+    """
 
     windows: list[WindowPath]
     window_mode: str
+    main_table: ClassVar[str] = "path"
+    display_tables: ClassVar[tuple[str, ...]] = ("breakdown",)
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """``breakdown`` (one row per window, µs per category) and ``path`` (one row per
+        segment, µs)."""
+        return {"path": path_frame(self.windows), "breakdown": breakdown_frame(self.windows, CATEGORIES)}
 
     def summary(self) -> dict[str, Any]:
         return summarize_windows(self.windows, CATEGORIES)

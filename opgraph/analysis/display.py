@@ -1,0 +1,44 @@
+"""Results that show themselves: every analysis result offers ``tables()`` (its tables as
+DataFrames, times in µs), ``to_frame()`` (the main one) and renders those tables in
+Jupyter (``_repr_html_``). Pure data: nothing here prints."""
+
+from __future__ import annotations
+
+import html
+from typing import ClassVar
+
+import pandas as pd
+
+
+class TableResult:
+    """Mixin for result classes: subclasses define :meth:`tables` and name their main
+    table in :attr:`main_table`; :attr:`display_tables` lists those shown in a notebook
+    (default: all), each cut to :attr:`display_rows` rows."""
+
+    main_table: ClassVar[str] = ""
+    display_tables: ClassVar[tuple[str, ...]] = ()
+    display_rows: ClassVar[int] = 20
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """Every table of the result by name (µs for times)."""
+        raise NotImplementedError
+
+    def to_frame(self, table: str | None = None) -> pd.DataFrame:
+        """The main table (or the one named ``table``; see :meth:`tables`)."""
+        t = self.tables()
+        name = table or self.main_table or next(iter(t))
+        if name not in t:
+            raise KeyError(f"no table {name!r}; tables: {', '.join(t)}")
+        return t[name]
+
+    def _repr_html_(self) -> str:
+        t = self.tables()
+        names = [n for n in (self.display_tables or tuple(t)) if n in t]
+        parts = [f"<div><b>{html.escape(type(self).__name__)}</b>"]
+        for n in names:
+            df = t[n]
+            more = f" (first {self.display_rows} of {len(df)} rows)" if len(df) > self.display_rows else ""
+            parts.append(f"<p><i>{html.escape(n)}</i>{more}</p>")
+            parts.append(df.head(self.display_rows).to_html(index=False, escape=True, max_cols=30))
+        parts.append("</div>")
+        return "".join(parts)

@@ -1,0 +1,441 @@
+"""The public Python API: ``import opgraph``.
+
+Every command of the CLI has a function here that takes a graph (or a path) and returns
+data: a result object with ``tables()`` / ``to_frame()`` / ``to_dict()`` that renders its
+tables in Jupyter. Times in tables are µs; the objects' ``*_ns`` fields are ns.
+
+Examples
+--------
+>>> import opgraph
+>>> path = opgraph.example_trace("gpu_bound")   # a synthesized trace with known answers
+>>> G = opgraph.load(path)
+>>> opgraph.critical_path(G).to_frame("breakdown")["bound"].tolist()
+['gpu_compute', 'gpu_compute', 'gpu_compute']
+>>> opgraph.idle(G).to_frame()[["device", "idle_us"]].shape
+(1, 2)
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import networkx as nx
+import pandas as pd
+
+from opgraph.analysis.critical_path import CriticalPathResult
+from opgraph.analysis.display import TableResult
+from opgraph.analysis.idle import IdleResult
+from opgraph.analysis.roofline import RooflineResult
+from opgraph.analysis.stragglers import StragglerReport
+
+PathLike = str | os.PathLike[str]
+
+__all__ = [
+    "Report", "load", "build", "save", "example_trace", "info", "critical_path", "idle", "breakdown",
+    "iterations", "summary", "overheads", "roofline", "report", "diff", "predict", "stragglers",
+    "export_perfetto", "export_graphviz", "report_html",
+]
+
+
+@dataclass
+class Report(TableResult):
+    """A result that is a JSON-ready document (``to_dict()``, the shape of the command's
+    ``--json`` schema) with its tables as DataFrames (``tables()``, µs)."""
+
+    kind: str
+    doc: dict[str, Any]
+    frames: dict[str, pd.DataFrame] = field(default_factory=dict)
+    main: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The document, as ``opgraph <command> --json`` prints it."""
+        return self.doc
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        return self.frames
+
+    def to_frame(self, table: str | None = None) -> pd.DataFrame:
+        if not self.frames:
+            raise KeyError(f"{self.kind}: no tables; see to_dict()")
+        return super().to_frame(table or self.main or None)
+
+    def _repr_html_(self) -> str:
+        if not self.frames:
+            return f"<div><b>{html.escape(self.kind)}</b><pre>{html.escape(repr(self.doc)[:4000])}</pre></div>"
+        return super()._repr_html_().replace("<b>Report</b>", f"<b>{html.escape(self.kind)}</b>", 1)
+
+
+def _graph(g: nx.DiGraph | PathLike) -> nx.DiGraph:
+    return g if isinstance(g, nx.DiGraph) else load(g)
+
+
+# ---------------------------------------------------------------------------------- graphs
+def load(path: PathLike | Sequence[PathLike], format: str | None = None) -> nx.DiGraph:
+    """The graph of ``path``: a saved graph (``.gpickle``, node-link ``.json[.gz]``) or any
+    raw trace (Kineto JSON, Nsight Systems SQLite/JSON/CSV, OpenCL logs; ``format`` forces
+    one). A folder, or a list of traces (one per rank), gives the multi-rank job graph
+    (ranks read in parallel, collectives matched, clocks aligned; docs/multirank.md). Bad
+    input raises :class:`opgraph.errors.OpgraphInputError` (one line).
+
+    Examples
+    --------
+    >>> import opgraph
+    >>> G = opgraph.load(opgraph.example_trace("gpu_bound"))
+    >>> {"cpu_op", "runtime", "kernel"} <= {d["kind"] for _, d in G.nodes(data=True)}
+    True
+    """
+    from opgraph.graph.io import graph_from_payload, load_any
+
+    many = not isinstance(path, (str, os.PathLike))
+    if many or Path(path).is_dir():
+        from opgraph.multirank.job import build_job
+
+        if format is not None:
+            raise ValueError("format applies to a single trace, not to a multi-rank job")
+        inputs = [str(p) for p in path] if many else [str(path)]  # type: ignore[union-attr]
+        return graph_from_payload(build_job(inputs).payload)
+    return load_any(path, format)
+
+
+def build(trace: PathLike | Sequence[PathLike], output: PathLike | None = None, *, format: str | None = None) -> nx.DiGraph:
+    """Build the graph of the raw trace ``trace`` (as ``opgraph build``); save it to
+    ``output`` (``.gpickle`` or ``.json[.gz]``) when given.
+    Examples
+    --------
+    >>> import opgraph, tempfile, os
+    >>> out = os.path.join(tempfile.mkdtemp(), "g.gpickle")
+    >>> G = opgraph.build(opgraph.example_trace("cpu_bound"), out)
+    >>> opgraph.load(out).number_of_nodes() == G.number_of_nodes()
+    True
+    """
+    G = load(trace, format)
+    if output is not None:
+        save(G, output)
+    return G
+
+
+def save(G: nx.DiGraph, path: PathLike) -> Path:
+    """Save ``G`` by extension: ``.gpickle`` (fast) or node-link ``.json[.gz]``."""
+    from opgraph.graph.io import save_graph
+
+    save_graph(G, path)
+    return Path(path)
+
+
+def example_trace(name: str = "gpu_bound", directory: PathLike | None = None, steps: int = 3) -> Path:
+    """Write a synthesized Kineto trace whose answers are known by construction
+    (``opgraph.testing.synth``: ``gpu_bound``, ``cpu_bound``, ``sync_every_op``,
+    ``two_stream_event_wait``, ...) and return its path (a new temporary folder unless
+    ``directory``). Its ``<name>.answers.json`` lies beside it.
+    Examples
+    --------
+    >>> import opgraph
+    >>> opgraph.example_trace("sync_every_op").name
+    'sync_every_op.json'
+    """
+    from opgraph.testing.synth import synthesize, write_scenario
+
+    d = Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="opgraph-example-"))
+    return write_scenario(synthesize(name, steps=steps), d)
+
+
+# -------------------------------------------------------------------------------- analyses
+def info(G: nx.DiGraph | PathLike) -> Report:
+    """Counts, devices, streams, threads, steps and trace health (``opgraph info``).
+    Examples
+    --------
+    >>> import opgraph
+    >>> r = opgraph.info(opgraph.load(opgraph.example_trace("gpu_bound")))
+    >>> r.to_dict()["source"]["format"]
+    'kineto'
+    >>> "kernel" in set(r.to_frame()["kind"])
+    True
+    """
+    from opgraph.analysis.info import trace_info
+
+    doc = trace_info(_graph(G))
+    frames: dict[str, pd.DataFrame] = {}
+    for key in ("nodes_by_kind", "edges_by_kind", "events_by_kind"):
+        v = doc.get(key)
+        if isinstance(v, dict):
+            frames[key] = pd.DataFrame({"kind": list(v), "count": list(v.values())})
+    for key in ("devices", "streams", "threads", "health", "inferred_dependencies"):
+        v = doc.get(key)
+        if isinstance(v, list) and v and isinstance(v[0], dict):
+            frames[key] = pd.DataFrame(v)
+    return Report("info", doc, frames, "nodes_by_kind")
+
+
+def critical_path(G: nx.DiGraph | PathLike, window: str | None = None, ranks: Sequence[int] | None = None
+                  ) -> CriticalPathResult:
+    """The critical path of every window (``opgraph critical-path``): default one per step,
+    ``"all"`` for the whole trace, or a regex over range names. On a multi-rank job graph,
+    the cross-rank path of every step (``ranks`` restricts it).
+    Examples
+    --------
+    >>> import opgraph
+    >>> res = opgraph.critical_path(opgraph.load(opgraph.example_trace("cpu_bound")))
+    >>> res.summary()["bound"]
+    'cpu'
+    >>> path = res.to_frame()             # one row per stretch of the path, µs
+    >>> float(path["dur_us"].sum()) == res.summary()["length_us"]
+    True
+    """
+    G = _graph(G)
+    if isinstance(G.graph.get("job"), dict):
+        from opgraph.analysis.crossrank import crossrank_critical_path
+
+        return crossrank_critical_path(G, ranks)  # type: ignore[return-value]
+    from opgraph.analysis.critical_path import critical_path as _cp
+
+    return _cp(G, window)
+
+
+def idle(G: nx.DiGraph | PathLike, kernel_wait_us: float = 30.0) -> IdleResult:
+    """GPU idle per device and stream, split by cause, and the CPU ops blamed for the
+    CPU-induced part (``opgraph idle``).
+    Examples
+    --------
+    >>> import opgraph
+    >>> res = opgraph.idle(opgraph.load(opgraph.example_trace("cpu_bound")))
+    >>> res.to_frame("blame_top").columns.tolist()
+    ['kind', 'name', 'blame_us', 'count', 'share_pct']
+    """
+    from opgraph.analysis.idle import idle_time
+
+    return idle_time(_graph(G), kernel_wait_us)
+
+
+def _doc_report(kind: str, doc: dict[str, Any], frames_of: Callable[[dict[str, Any]], dict[str, pd.DataFrame]],
+                main: str = "") -> Report:
+    frames = frames_of(doc)
+    return Report(kind, doc, frames, main if main in frames else "")
+
+
+def breakdown(G: nx.DiGraph | PathLike, device: bool = False, *, depth: int = 3, top: int | None = None,
+              step_regex: str | None = None, whole_trace: bool = False) -> Report:
+    """Where the time goes on the host (CPU op hierarchy) or, with ``device=True``, per
+    device and stream (``opgraph breakdown``).
+    Examples
+    --------
+    >>> import opgraph
+    >>> G = opgraph.load(opgraph.example_trace("gpu_bound"))
+    >>> opgraph.breakdown(G).to_frame().shape[0] > 0
+    True
+    """
+    from opgraph.analysis.breakdown import device_breakdown, device_breakdown_doc, host_breakdown, host_breakdown_doc
+    from opgraph.analysis.iterations import analysis_window, data_markers_of, graph_frame
+    from opgraph.export.tables import breakdown_frames
+
+    f = graph_frame(_graph(G))
+    w = analysis_window(f, step_regex, data_markers_of(None), use_steps=not whole_trace)
+    if device:
+        doc = device_breakdown_doc(device_breakdown(f, w), depth, top or 10)
+    else:
+        doc = host_breakdown_doc(host_breakdown(f, w), depth, top or 5)
+    return _doc_report("breakdown", doc, breakdown_frames)
+
+
+def iterations(G: nx.DiGraph | PathLike, step_regex: str | None = None) -> Report:
+    """The steps with their CPU and GPU spans (``opgraph iterations``).
+    Examples
+    --------
+    >>> import opgraph
+    >>> opgraph.iterations(opgraph.example_trace("gpu_bound", steps=3)).to_frame().shape[0]
+    3
+    """
+    from opgraph.analysis.iterations import data_markers_of, iterations_doc
+    from opgraph.export.tables import iterations_frames
+
+    return _doc_report("iterations", iterations_doc(_graph(G), step_regex, data_markers_of(None)), iterations_frames)
+
+
+def summary(G: nx.DiGraph | PathLike, batch_size: int | None = None, step_regex: str | None = None) -> Report:
+    """Step time, QPS, GPU busy / idle / overlap per device and stream (``opgraph summary``).
+    Examples
+    --------
+    >>> import opgraph
+    >>> r = opgraph.summary(opgraph.example_trace("gpu_bound"), batch_size=32)
+    >>> sorted(r.tables())
+    ['summary', 'summary_devices', 'summary_streams']
+    """
+    from opgraph.analysis.iterations import data_markers_of
+    from opgraph.analysis.multistream import summary_doc
+    from opgraph.export.tables import summary_frames
+
+    return _doc_report("summary", summary_doc(_graph(G), batch_size, step_regex, data_markers_of(None)),
+                       summary_frames)
+
+
+def overheads(G: nx.DiGraph | PathLike, by_shapes: bool = False) -> Report:
+    """CPU overheads T1–T5 per op (``opgraph overheads``).
+    Examples
+    --------
+    >>> import opgraph
+    >>> "overheads" in opgraph.overheads(opgraph.example_trace("cpu_bound")).tables()
+    True
+    """
+    from opgraph.analysis.iterations import graph_frame
+    from opgraph.analysis.overheads import OverheadParams, overhead_samples, overheads_doc
+    from opgraph.export.tables import overheads_frames
+
+    f = graph_frame(_graph(G))
+    p = OverheadParams()
+    return _doc_report("overheads", overheads_doc(f, p, by_shapes, overhead_samples(f, p)), overheads_frames)
+
+
+def roofline(G: nx.DiGraph | PathLike, device: str | None = None, dtype: str | None = None) -> RooflineResult:
+    """FLOPs, bytes, achieved throughput and % of the device's peak per kernel and op (the
+    data of ``opgraph report``).
+    Examples
+    --------
+    >>> import opgraph
+    >>> res = opgraph.roofline(opgraph.example_trace("gpu_bound"))
+    >>> sorted(res.tables())
+    ['by_kernel', 'by_op', 'kernels', 'ops']
+    """
+    from opgraph.analysis.roofline import roofline as _roofline
+
+    return _roofline(_graph(G), device=device, dtype=dtype)
+
+
+def report(G: nx.DiGraph | PathLike, by: str = "kernel", device: str | None = None, dtype: str | None = None
+           ) -> Report:
+    """``opgraph report``: the roofline table grouped ``by`` kernel, op, family or bound.
+    Examples
+    --------
+    >>> import opgraph
+    >>> opgraph.report(opgraph.example_trace("gpu_bound"), by="op").main
+    'op'
+    """
+    from opgraph.analysis.roofline import group_table, report_doc
+
+    res = roofline(G, device, dtype)
+    return Report("report", report_doc(res, by, None), {by: group_table(res, by)}, by)
+
+
+def diff(a: nx.DiGraph | PathLike, b: nx.DiGraph | PathLike, *, name_level: str = "default",
+         include_same: bool = False) -> Report:
+    """Kernel, op, step-time and critical-path deltas from ``a`` to ``b`` (``opgraph diff``).
+    Examples
+    --------
+    >>> import opgraph
+    >>> G = opgraph.load(opgraph.example_trace("gpu_bound"))
+    >>> opgraph.diff(G, G).to_dict()["identical"]
+    True
+    """
+    from opgraph.analysis.diff import diff_graphs
+
+    doc = diff_graphs(_graph(a), _graph(b), name_level=name_level, include_same=include_same)
+    frames = {k: pd.DataFrame(doc[k].get("rows") or []) for k in ("kernels", "ops") if isinstance(doc.get(k), dict)}
+    return Report("diff", doc, frames, "kernels")
+
+
+def predict(G: nx.DiGraph | PathLike, *, scale_kernels: Sequence[str] = (), scale_cpu: Sequence[str] = (),
+            launch_overhead: str | None = None, remove: Sequence[str] = (), window: str | None = None,
+            with_path: bool = False) -> Report:
+    """What-if: the step time if kernels or CPU ops were faster, launches cheaper or ops
+    removed (``opgraph predict``; specs as on the command line, e.g. ``"gemm=0.5"``,
+    ``"2us"``). Table ``steps``: measured and predicted span per window (µs).
+    Examples
+    --------
+    >>> import opgraph
+    >>> G = opgraph.load(opgraph.example_trace("gpu_bound"))
+    >>> t = opgraph.predict(G, scale_kernels=[".*=0.5"]).to_frame()
+    >>> bool((t["predicted_us"] < t["measured_us"]).all())
+    True
+    """
+    from opgraph.predict import parse_transforms
+    from opgraph.predict import predict as _predict
+
+    tr = parse_transforms(list(scale_kernels), list(scale_cpu), launch_overhead, list(remove))
+    doc = _predict(_graph(G), tr, window=window).to_dict(with_path=with_path)
+    steps = doc.get("steps") or []
+    flat = [{k: v for k, v in s.items() if not isinstance(v, (dict, list))} for s in steps]
+    return Report("predict", doc, {"steps": pd.DataFrame(flat)}, "steps")
+
+
+def stragglers(G: nx.DiGraph | PathLike) -> StragglerReport:
+    """Per collective, step and rank of a multi-rank job: who arrived last, by how much
+    (``opgraph stragglers``).
+    Examples
+    --------
+    A job graph comes from a folder of traces, one per rank. The synthesized job below
+    (``opgraph.testing.synth_multirank``) has a slow rank 2:
+
+    >>> import opgraph, tempfile
+    >>> from opgraph.testing.synth_multirank import synthesize_job, write_job
+    >>> d = tempfile.mkdtemp()
+    >>> _ = write_job(synthesize_job(world_size=4, steps=2, slow_rank=2), d)
+    >>> job = opgraph.load(d)
+    >>> opgraph.stragglers(job).repeated
+    [2]
+    >>> opgraph.critical_path(job).to_frame("breakdown").shape[0]
+    2
+"""
+    from opgraph.analysis.stragglers import stragglers as _stragglers
+
+    return _stragglers(_graph(G))
+
+
+# ------------------------------------------------------------------------------- exporters
+def export_perfetto(G: nx.DiGraph | PathLike, path: PathLike, window: str | None = None) -> Path:
+    """The trace re-exported for ui.perfetto.dev with the answers in each event's args
+    (``opgraph export --perfetto``); a job graph gives one aligned trace of every rank.
+    Examples
+    --------
+    >>> import opgraph, tempfile, os
+    >>> out = os.path.join(tempfile.mkdtemp(), "trace.json.gz")
+    >>> opgraph.export_perfetto(opgraph.example_trace("gpu_bound"), out).exists()
+    True
+    """
+    G = _graph(G)
+    if isinstance(G.graph.get("job"), dict):
+        from opgraph.export.perfetto_job import export_perfetto_job
+
+        export_perfetto_job(G, path)
+    else:
+        from opgraph.export.perfetto import export_perfetto as _export
+
+        _export(G, path, window=window)
+    return Path(path)
+
+
+def export_graphviz(G: nx.DiGraph | PathLike, path: PathLike, *, window: str | None = None,
+                    critical_only: bool = False, collapse: str | None = None) -> Path:
+    """The graph as a Graphviz picture; the format follows the extension (``.dot``,
+    ``.svg``, ``.png``; the last two need Graphviz's ``dot``).
+    Examples
+    --------
+    >>> import opgraph, tempfile, os
+    >>> out = os.path.join(tempfile.mkdtemp(), "g.dot")
+    >>> opgraph.export_graphviz(opgraph.example_trace("gpu_bound"), out, critical_only=True).read_text()[:7]
+    'digraph'
+    """
+    from opgraph.export.dot import graph_view, write_graphviz
+
+    G = _graph(G)
+    v = graph_view(G, window=window, critical_only=critical_only, collapse=collapse)
+    write_graphviz(G, path, view=v)
+    return Path(path)
+
+
+def report_html(G: nx.DiGraph | PathLike, path: PathLike, *, batch_size: int | None = None,
+                device: str | None = None) -> Path:
+    """The self-contained HTML report (``opgraph report --html``).
+    Examples
+    --------
+    >>> import opgraph, tempfile, os
+    >>> out = os.path.join(tempfile.mkdtemp(), "report.html")
+    >>> opgraph.report_html(opgraph.example_trace("gpu_bound"), out).read_text()[:15]
+    '<!DOCTYPE html>'
+    """
+    from opgraph.export.html import write_report
+
+    write_report(_graph(G), path, batch_size=batch_size, device=device)
+    return Path(path)
