@@ -25,7 +25,7 @@ GRAPH_SCHEMA_VERSION = 1
 __all__ = [
     "Report", "load", "build", "save", "example_trace", "info", "critical_path", "idle", "breakdown",
     "iterations", "summary", "overheads", "roofline", "report", "diff", "predict", "stragglers",
-    "export_perfetto", "export_graphviz", "report_html", "OpgraphInputError",
+    "export_perfetto", "export_graphviz", "report_html", "plot", "OpgraphInputError",
     "__version__", "GRAPH_SCHEMA_VERSION",
 ]
 

@@ -38,7 +38,7 @@ PathLike = str | os.PathLike[str]
 __all__ = [
     "Report", "load", "build", "save", "example_trace", "info", "critical_path", "idle", "breakdown",
     "iterations", "summary", "overheads", "roofline", "report", "diff", "predict", "stragglers",
-    "export_perfetto", "export_graphviz", "report_html",
+    "export_perfetto", "export_graphviz", "report_html", "plot",
 ]
 
 
@@ -439,3 +439,33 @@ def report_html(G: nx.DiGraph | PathLike, path: PathLike, *, batch_size: int | N
 
     write_report(_graph(G), path, batch_size=batch_size, device=device)
     return Path(path)
+
+
+def plot(result: Any, kind: str | None = None, window: int = 0) -> Any:
+    """A matplotlib figure of ``result`` (needs the ``plot`` extra:
+    ``pip install 'opgraph[plot]'``): a critical path as stacked bars per window
+    (``kind="breakdown"``, default) or a Gantt chart of window number ``window`` by lane
+    (``kind="gantt"``); an idle result as a timeline of its gaps by cause; a roofline
+    result as achieved TFLOP/s against arithmetic intensity under the device's roofs.
+
+    Examples
+    --------
+    >>> import opgraph
+    >>> import matplotlib; matplotlib.use("Agg")
+    >>> G = opgraph.load(opgraph.example_trace("gpu_bound"))
+    >>> fig = opgraph.plot(opgraph.critical_path(G), "gantt")
+    >>> fig.axes[0].get_title()
+    'Critical path of ProfilerStep#1'
+    """
+    from opgraph.analysis.crossrank import CrossRankResult
+    from opgraph.export.plots import plot_critical_path, plot_idle, plot_roofline
+
+    if isinstance(result, (CriticalPathResult, CrossRankResult)):
+        return plot_critical_path(result, kind or "breakdown", window)
+    if kind is not None:
+        raise ValueError(f"kind applies to critical-path results only, not to {type(result).__name__}")
+    if isinstance(result, IdleResult):
+        return plot_idle(result)
+    if isinstance(result, RooflineResult):
+        return plot_roofline(result)
+    raise TypeError(f"no picture for {type(result).__name__}: plot a critical-path, idle or roofline result")

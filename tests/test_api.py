@@ -106,3 +106,24 @@ def test_real_trace_notebook_flow() -> None:
         assert per_window[w.name] == pytest.approx(w.length_ns / 1e3)
     idle = opgraph.idle(g).to_frame()
     assert (idle["idle_us"] > 0).all()
+
+
+def test_plots(tmp_path: Path) -> None:
+    """Every picture of the API renders (Agg) and draws the result's numbers."""
+    mpl = pytest.importorskip("matplotlib")
+    mpl.use("Agg")
+    G = opgraph.load(opgraph.example_trace("two_stream_event_wait", tmp_path))
+    cp = opgraph.critical_path(G)
+    fig = opgraph.plot(cp)
+    bars = fig.axes[0].patches
+    heights = sum(b.get_height() for b in bars)
+    assert heights * 1e3 == pytest.approx(sum(w.length_ns for w in cp.windows) / 1e3, rel=1e-9)
+    g = opgraph.plot(cp, "gantt", 1)
+    assert "ProfilerStep" in g.axes[0].get_title()
+    assert opgraph.plot(opgraph.idle(G)).axes and opgraph.plot(opgraph.roofline(G)).axes
+    for f in (fig, g):
+        f.savefig(tmp_path / "x.png")
+    with pytest.raises(TypeError):
+        opgraph.plot(opgraph.info(G))
+    with pytest.raises(ValueError):
+        opgraph.plot(cp, "pie")
