@@ -42,7 +42,7 @@ __all__ = [
 ]
 
 
-@dataclass
+@dataclass(repr=False)
 class Report(TableResult):
     """A result that is a JSON-ready document (``to_dict()``, the shape of the command's
     ``--json`` schema) with its tables as DataFrames (``tables()``, µs)."""
@@ -63,6 +63,9 @@ class Report(TableResult):
         if not self.frames:
             raise KeyError(f"{self.kind}: no tables; see to_dict()")
         return super().to_frame(table or self.main or None)
+
+    def __repr__(self) -> str:
+        return super().__repr__().replace("<Report:", f"<Report {self.kind}:", 1)
 
     def _repr_html_(self) -> str:
         if not self.frames:

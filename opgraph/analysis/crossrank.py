@@ -131,7 +131,7 @@ class StepPath(WindowPath):
         return d
 
 
-@dataclass
+@dataclass(repr=False)
 class CrossRankResult(TableResult):
     """Cross-rank critical paths of a job's steps. ``ranks``: the ranks analysed in full;
     ``summarised``: requested ranks not kept in full (seen through collective rows only).

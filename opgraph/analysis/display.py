@@ -31,6 +31,11 @@ class TableResult:
             raise KeyError(f"no table {name!r}; tables: {', '.join(t)}")
         return t[name]
 
+    def __repr__(self) -> str:
+        t = self.tables()
+        shapes = ", ".join(f"{n} {df.shape[0]}×{df.shape[1]}" for n, df in t.items())
+        return f"<{type(self).__name__}: tables {shapes}; to_frame(name) for one, to_dict() for all>"
+
     def _repr_html_(self) -> str:
         t = self.tables()
         names = [n for n in (self.display_tables or tuple(t)) if n in t]

@@ -94,7 +94,7 @@ class StreamIdle:
                 "causes_us": {c: self.causes_ns.get(c, 0) / 1e3 for c in CAUSES}}
 
 
-@dataclass
+@dataclass(repr=False)
 class IdleResult(TableResult):
     """Output of :func:`idle_time`. ``blame_events`` has one row per blamed host event
     (``eid`` -1 for untraced time): ``eid``, ``kind``, ``name``, ``top_eid``, ``top_name``,

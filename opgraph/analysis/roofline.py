@@ -569,7 +569,7 @@ def resolve_devices(props: list[Any] | None, device_ids: list[int], override: st
 
 
 # --------------------------------------------------------------------------- result
-@dataclass
+@dataclass(repr=False)
 class RooflineResult(TableResult):
     """Per-activity and per-op attribution. ``tables()``: ``by_kernel`` and ``by_op``
     (:func:`group_table`, µs), ``kernels`` and ``ops`` (the frames below).

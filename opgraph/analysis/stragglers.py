@@ -156,7 +156,7 @@ def histogram_us(values_ns: np.ndarray, edges_us: tuple[float, ...] = HIST_EDGES
     return np.bincount(idx, minlength=len(edges_us)).astype(int).tolist()
 
 
-@dataclass
+@dataclass(repr=False)
 class StragglerReport(TableResult):
     """Straggler analysis of a job; DataFrames in ns (``to_dict`` gives µs; ``tables()``
     gives ``by_rank``, ``by_step`` and ``by_collective`` in µs)."""

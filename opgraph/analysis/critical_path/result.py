@@ -221,7 +221,7 @@ def breakdown_frame(windows: Sequence[Any], categories: Sequence[str]) -> pd.Dat
                                        *categories])
 
 
-@dataclass
+@dataclass(repr=False)
 class CriticalPathResult(TableResult):
     """Critical paths of all windows of a graph.
 
