@@ -8,6 +8,7 @@ extra events (flows, counters, metadata) appended. Nothing here re-parses the tr
 from __future__ import annotations
 
 import gzip
+import json
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -137,6 +138,10 @@ def write_trace_doc(top: dict[str, Any], ev: pd.DataFrame, path: str | Path,
     import gc
 
     top = dict(top)
+    if isinstance(top.get("distributedInfo"), dict):
+        # spaced as Kineto writes it ("rank": 3): readers such as HTA find the rank with
+        # the regex '"rank":\s+(\d+)' and see a compact "rank":3 as no rank at all
+        top["distributedInfo"] = orjson.Fragment(json.dumps(top["distributedInfo"]).encode())
     was = gc.isenabled()
     gc.disable()
     try:
