@@ -37,8 +37,8 @@ PathLike = str | os.PathLike[str]
 
 __all__ = [
     "Report", "load", "build", "save", "example_trace", "info", "critical_path", "idle", "breakdown",
-    "iterations", "summary", "overheads", "roofline", "report", "diff", "predict", "stragglers",
-    "export_perfetto", "export_graphviz", "report_html", "plot",
+    "iterations", "summary", "overheads", "roofline", "report", "diff", "what_if", "stragglers",
+    "export_perfetto", "export_graphviz", "report_html", "plot", "graph_tables", "export_tables",
 ]
 
 
@@ -161,16 +161,10 @@ def info(G: nx.DiGraph | PathLike) -> Report:
     """
     from opgraph.analysis.info import trace_info
 
+    from opgraph.export.tables import info_frames
+
     doc = trace_info(_graph(G))
-    frames: dict[str, pd.DataFrame] = {}
-    for key in ("nodes_by_kind", "edges_by_kind", "events_by_kind"):
-        v = doc.get(key)
-        if isinstance(v, dict):
-            frames[key] = pd.DataFrame({"kind": list(v), "count": list(v.values())})
-    for key in ("devices", "streams", "threads", "health", "inferred_dependencies"):
-        v = doc.get(key)
-        if isinstance(v, list) and v and isinstance(v[0], dict):
-            frames[key] = pd.DataFrame(v)
+    frames = info_frames(doc)
     return Report("info", doc, frames, "nodes_by_kind")
 
 
@@ -335,21 +329,23 @@ def diff(a: nx.DiGraph | PathLike, b: nx.DiGraph | PathLike, *, name_level: str 
     from opgraph.analysis.diff import diff_graphs
 
     doc = diff_graphs(_graph(a), _graph(b), name_level=name_level, include_same=include_same)
-    frames = {k: pd.DataFrame(doc[k].get("rows") or []) for k in ("kernels", "ops") if isinstance(doc.get(k), dict)}
-    return Report("diff", doc, frames, "kernels")
+    from opgraph.export.tables import diff_frames
+
+    return Report("diff", doc, diff_frames(doc), "kernels")
 
 
-def predict(G: nx.DiGraph | PathLike, *, scale_kernels: Sequence[str] = (), scale_cpu: Sequence[str] = (),
+def what_if(G: nx.DiGraph | PathLike, *, scale_kernels: Sequence[str] = (), scale_cpu: Sequence[str] = (),
             launch_overhead: str | None = None, remove: Sequence[str] = (), window: str | None = None,
             with_path: bool = False) -> Report:
     """What-if: the step time if kernels or CPU ops were faster, launches cheaper or ops
-    removed (``opgraph predict``; specs as on the command line, e.g. ``"gemm=0.5"``,
+    removed (``opgraph predict``; named ``what_if`` because ``opgraph.predict`` is the
+    prediction package; specs as on the command line, e.g. ``"gemm=0.5"``,
     ``"2us"``). Table ``steps``: measured and predicted span per window (µs).
     Examples
     --------
     >>> import opgraph
     >>> G = opgraph.load(opgraph.example_trace("gpu_bound"))
-    >>> t = opgraph.predict(G, scale_kernels=[".*=0.5"]).to_frame()
+    >>> t = opgraph.what_if(G, scale_kernels=[".*=0.5"]).to_frame()
     >>> bool((t["predicted_us"] < t["measured_us"]).all())
     True
     """
@@ -357,10 +353,10 @@ def predict(G: nx.DiGraph | PathLike, *, scale_kernels: Sequence[str] = (), scal
     from opgraph.predict import predict as _predict
 
     tr = parse_transforms(list(scale_kernels), list(scale_cpu), launch_overhead, list(remove))
+    from opgraph.export.tables import predict_frames
+
     doc = _predict(_graph(G), tr, window=window).to_dict(with_path=with_path)
-    steps = doc.get("steps") or []
-    flat = [{k: v for k, v in s.items() if not isinstance(v, (dict, list))} for s in steps]
-    return Report("predict", doc, {"steps": pd.DataFrame(flat)}, "steps")
+    return Report("what_if", doc, predict_frames(doc), "steps")
 
 
 def stragglers(G: nx.DiGraph | PathLike) -> StragglerReport:
@@ -426,6 +422,32 @@ def export_graphviz(G: nx.DiGraph | PathLike, path: PathLike, *, window: str | N
     v = graph_view(G, window=window, critical_only=critical_only, collapse=collapse)
     write_graphviz(G, path, view=v)
     return Path(path)
+
+
+def graph_tables(G: nx.DiGraph | PathLike) -> dict[str, pd.DataFrame]:
+    """The graph as two DataFrames: ``nodes`` (id, kind, name, ts_ns, dur_ns, ..., args as
+    JSON text) and ``edges`` (src, dst, kind and the edge attributes).
+
+    Examples
+    --------
+    >>> import opgraph
+    >>> t = opgraph.graph_tables(opgraph.example_trace("gpu_bound"))
+    >>> e, n = t["edges"], t["nodes"].set_index("id")
+    >>> launches = e[e["kind"] == "launch"]
+    >>> sorted(set(n.loc[launches["dst"], "kind"]))
+    ['kernel']
+    """
+    from opgraph.export.graph_tables import graph_tables as _tables
+
+    return _tables(_graph(G))
+
+
+def export_tables(G: nx.DiGraph | PathLike, directory: PathLike, fmt: str = "parquet") -> list[Path]:
+    """Write :func:`graph_tables` to ``directory`` as ``nodes.<fmt>`` and ``edges.<fmt>``
+    (``parquet``, needing pyarrow, or ``csv``); the CLI's ``opgraph export --parquet DIR``."""
+    from opgraph.export.graph_tables import write_tables
+
+    return write_tables(graph_tables(G), directory, fmt)
 
 
 def report_html(G: nx.DiGraph | PathLike, path: PathLike, *, batch_size: int | None = None,

@@ -20,7 +20,9 @@ from opgraph.errors import OpgraphInputError
 
 
 def _fail(msg: str, code: int) -> None:
-    click.echo(f"opgraph: error: {msg}", err=True)
+    from opgraph.export.console import clean
+
+    click.echo(f"opgraph: error: {clean(msg)}", err=True)
     sys.exit(code)
 
 
@@ -142,8 +144,10 @@ def emit_json(doc: Any, schema: str | None = None) -> None:
 
 
 def _console():
-    from rich.console import Console
-    return Console()
+    """The console commands print through: names literal and clean, full width when piped
+    (:mod:`opgraph.export.console`)."""
+    from opgraph.export.console import make_console
+    return make_console()
 
 
 # --------------------------------------------------------------------------- build
@@ -192,6 +196,9 @@ def build(traces: tuple[str, ...], output: str, fmt: str | None, et_path: str | 
     collectives matched across ranks and clocks aligned (docs/multirank.md)."""
     import gc
 
+    from opgraph.outfiles import check_output_path
+
+    check_output_path(output, inputs=tuple(traces) + ((et_path,) if et_path else ()))  # -o never over an input
     if is_multirank_input(traces) or scheduler or keep:
         if fmt or et_path or iterations:
             raise OpgraphInputError(traces[0], "--format, --et and --iterations apply to a single trace, "
@@ -222,7 +229,7 @@ def build(traces: tuple[str, ...], output: str, fmt: str | None, et_path: str | 
                 raise OpgraphInputError(trace, "--et needs a raw trace, not a saved graph")
             n_nodes, n_edges, health = got.number_of_nodes(), got.number_of_edges(), got.graph.get("health", [])
             step("save")
-            save_graph(got, output)
+            save_graph(got, output, inputs=(trace,))
         else:
             if et_path is not None:  # [issue #7] link an execution trace (opgraph/graph/et_link.py)
                 from opgraph.graph.et_link import attach_et_file, report_line
@@ -233,9 +240,9 @@ def build(traces: tuple[str, ...], output: str, fmt: str | None, et_path: str | 
             health = payload["graph"].get("health", [])
             step("save")
             if output.endswith(".gpickle"):
-                save_gpickle(GraphPayload(payload), output)
+                save_gpickle(GraphPayload(payload), output, inputs=(trace,))
             else:
-                save_graph(graph_from_payload(payload), output)
+                save_graph(graph_from_payload(payload), output, inputs=(trace,))
     click.echo(f"{output}: {n_nodes} nodes, {n_edges} edges"
                + (f", {len(health)} trace-health warnings (see `opgraph info`)" if health else ""),
                err=True)

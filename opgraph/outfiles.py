@@ -53,6 +53,10 @@ def open_atomic(path: str | os.PathLike[str], inputs: tuple[str | os.PathLike[st
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
+        # mkstemp makes the file 0600; give it the permissions a plain open() would (umask)
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)
         os.replace(tmp, p)
         ok = True
     except OSError as e:

@@ -22,8 +22,12 @@ def phase_progress(label: str, phases: tuple[str, ...] = BUILD_PHASES,
         yield lambda _phase: None
         return
     from rich.console import Console
+    from rich.markup import escape
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from opgraph.export.console import clean
+
+    label = escape(clean(label))  # a file name is text, not markup
     console = Console(stderr=True)
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[phase]}"),
                   TimeElapsedColumn(), console=console, transient=True) as prog:

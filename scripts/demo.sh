@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Install opgraph and run the main job on a bundled fixture: build the graph, show what
-# the trace holds, find what bounds each step, and export the trace for Perfetto.
+# Install opgraph into the project-local virtual environment .venv (created with
+# `python3 -m venv .venv` on first use, reused afterwards) and run the main job on a
+# bundled fixture: build the graph, show what the trace holds, find what bounds each
+# step, and export the trace for Perfetto.
 set -eu
 cd "$(dirname "$0")/.."
-python -m pip install -q .
+. scripts/venv.sh
+"$PY" -m pip install -q .
 out=${OUT:-out}
 mkdir -p "$out"
 opgraph build fixtures/synth/gpu_bound.json -o "$out/g.gpickle"

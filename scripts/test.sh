@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Install opgraph with its test extras (and the system tools the tests use), then run the
-# whole test suite. Usage: bash scripts/test.sh [pytest args]
+# Install opgraph with its test extras into the project-local virtual environment .venv
+# (created with `python3 -m venv .venv` on first use, reused afterwards), and the system
+# tools the tests use, then run the whole test suite. Usage: bash scripts/test.sh [pytest args]
 set -eu
 cd "$(dirname "$0")/.."
 if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
@@ -9,6 +10,7 @@ if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
       || echo "warning: could not install graphviz/chromium; tests that need them will skip" >&2
   fi
 fi
-python -m pip install -q -e '.[test]'
+. scripts/venv.sh
+"$PY" -m pip install -q -e '.[test]'
 set +e
-python -m pytest -q "$@"
+"$PY" -m pytest -q "$@"

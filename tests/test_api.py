@@ -27,8 +27,15 @@ def test_doctests(module: str) -> None:
 
 
 def test_public_names() -> None:
+    import pkgutil
+    import types
+
+    # importing every subpackage binds its name on ``opgraph``: no public name may collide
+    for m in pkgutil.iter_modules(opgraph.__path__):
+        importlib.import_module(f"opgraph.{m.name}")
     for name in opgraph.__all__:
         assert getattr(opgraph, name) is not None, name
+        assert not isinstance(getattr(opgraph, name), types.ModuleType), name
     assert callable(opgraph.critical_path) and callable(opgraph.load)
     with pytest.raises(AttributeError):
         opgraph.no_such_name  # noqa: B018

@@ -349,12 +349,12 @@ def test_report_cli(linear, tmp_path):
     validate(doc, "report.schema.json")
     by = {x["name"]: x for x in doc["rows"]}
     assert by["aten::addmm"]["flops"] == 2 * 64 * 128 * 256 and by["mylib::mystery"]["model"] is None
-    r = _run(["report", linear, "--csv"])
+    r = _run(["report", linear, "--csv", "-"])
     rows = list(csv.DictReader(io.StringIO(r.stdout)))
     assert {x["name"] for x in rows} == {GEMM, SPLITK, RELU, "mystery_kernel"}
     r = _run(["report", linear])
     assert r.exit_code == 0 and "H100 SXM" in r.stdout and "no model" in r.stdout
-    assert _run(["report", linear, "--json", "--csv"]).exit_code == 2
+    assert _run(["report", linear, "--json", "--csv", "-"]).exit_code == 2
 
 
 def test_devices_cli():

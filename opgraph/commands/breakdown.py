@@ -6,7 +6,7 @@ import click
 
 from opgraph.cli import emit_json, load_input, main
 from opgraph.commands.iterations import (
-    check_regex, console, markers, output_options, window_options, write_frames,
+    TableFiles, check_regex, console, markers, output_options, window_options, write_frames,
 )
 
 
@@ -30,7 +30,7 @@ from opgraph.commands.iterations import (
 def breakdown(input: str, mode: str, depth: int, top: int | None, shapes: int, top_ops: int, with_python: bool,
               whole_trace: bool,
               step_regex: str | None, data_marker: tuple[str, ...], no_data_markers: bool, fmt: str | None,
-              as_json: bool, csv_dir: str | None) -> None:
+              as_json: bool, csv_dir: TableFiles | None) -> None:
     """Where the time goes in INPUT, on the host (--host) or the device (--device).
 
     Entries are aggregated by name path over all occurrences; at every level the children,

@@ -5,11 +5,12 @@ from __future__ import annotations
 import click
 
 from opgraph.cli import _console, emit_json, load_input, main
+from opgraph.commands.iterations import TableFiles, table_file_options, write_frames
 from opgraph.errors import OpgraphInputError
 
 
 def _crossrank(G, input: str, window: str | None, ranks: str | None, as_json: bool, no_path: bool,
-               top: int) -> None:
+               top: int, files: TableFiles | None = None) -> None:
     """``critical-path`` on a job graph: the cross-rank path per step."""
     from opgraph.analysis.crossrank import crossrank_critical_path, parse_ranks
 
@@ -24,8 +25,12 @@ def _crossrank(G, input: str, window: str | None, ranks: str | None, as_json: bo
         res = crossrank_critical_path(G, ranks=sel)
     except ValueError as e:
         raise OpgraphInputError(input, str(e)) from None
+    if files is not None:
+        write_frames(res.tables(), files, input)
     if as_json:
         emit_json(res.to_dict(with_path=not no_path), "critical-path.schema.json")
+        return
+    if files is not None:
         return
     from opgraph.export.text_crossrank import render_crossrank_path
     render_crossrank_path(res, _console(), top=top)
@@ -43,8 +48,9 @@ def _crossrank(G, input: str, window: str | None, ranks: str | None, as_json: bo
 @click.option("--ranks", "ranks", default=None, metavar="all|R[,R...]",
               help="Multi-rank job graph: the ranks to analyse (default: all ranks kept in full). The path "
                    "of each step may cross ranks at collectives (docs/multirank.md).")
+@table_file_options
 def critical_path_cmd(input: str, window: str | None, as_json: bool, no_path: bool, top: int,
-                      ranks: str | None) -> None:
+                      ranks: str | None, csv_dir: TableFiles | None) -> None:
     """Critical path of each step: what bounds it, segment by segment.
 
     On a multi-rank job graph (opgraph build DIR), one cross-rank path per step, in the
@@ -54,7 +60,7 @@ def critical_path_cmd(input: str, window: str | None, as_json: bool, no_path: bo
 
     G = load_input(input, job_ok=True)
     if isinstance(G.graph.get("job"), dict):
-        _crossrank(G, input, window, ranks, as_json, no_path, top)
+        _crossrank(G, input, window, ranks, as_json, no_path, top, csv_dir)
         return
     if ranks is not None:
         raise OpgraphInputError(input, "--ranks needs a multi-rank job graph (opgraph build DIR -o job.gpickle); "
@@ -62,8 +68,12 @@ def critical_path_cmd(input: str, window: str | None, as_json: bool, no_path: bo
     check_window(G, input, window)
     with window_errors(input, "--window"):
         res = critical_path(G, window=window)
+    if csv_dir is not None:
+        write_frames(res.tables(), csv_dir, input)
     if as_json:
         emit_json(res.to_dict(with_path=not no_path), "critical-path.schema.json")
+        return
+    if csv_dir is not None:
         return
     from opgraph.export.text import render_critical_path
     render_critical_path(res, _console(), top=top)
@@ -75,14 +85,19 @@ def critical_path_cmd(input: str, window: str | None, as_json: bool, no_path: bo
               help="Per-stream gaps shorter than this that are not host waits count as kernel_wait.")
 @click.option("--top", default=15, show_default=True, help="Blamed CPU ops to list.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schemas/idle.schema.json).")
-def idle_cmd(input: str, kernel_wait_us: float, top: int, as_json: bool) -> None:
+@table_file_options
+def idle_cmd(input: str, kernel_wait_us: float, top: int, as_json: bool, csv_dir: TableFiles | None) -> None:
     """GPU idle time per device and stream, CPU-induced idle, and the CPU ops to blame."""
     from opgraph.analysis.idle import idle_time
 
     G = load_input(input)
     res = idle_time(G, kernel_wait_us=kernel_wait_us)
+    if csv_dir is not None:
+        write_frames(res.tables(), csv_dir, input)
     if as_json:
         emit_json(res.to_dict(top=top), "idle.schema.json")
+        return
+    if csv_dir is not None:
         return
     from opgraph.export.text import render_idle
     render_idle(res, _console(), top=top)

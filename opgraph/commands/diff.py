@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from opgraph.cli import emit_json, load_input, main
+from opgraph.commands.iterations import TableFiles, table_file_options, write_frames
 from opgraph.errors import OpgraphInputError
 
 
@@ -29,20 +30,24 @@ def _d(v: Any, nd: int = 1) -> str:
 
 def _render(doc: dict[str, Any], console: Any, top: int) -> None:
     from rich.table import Table
+    from rich.text import Text
 
-    from opgraph.commands.roofline import _short
+    from opgraph.commands.roofline import kernel_label
+    from opgraph.export.console import cell, clean, print_table, styled
 
     a, b = doc["a"], doc["b"]
-    console.print(f"[bold]a[/bold] {a['source'].get('file')}\n[bold]b[/bold] {b['source'].get('file')}")
+    width = 90 if console.is_terminal else None
+    for side, info in (("a", a), ("b", b)):
+        console.print(styled((side, "bold"), " " + cell(info["source"].get("file"))))
     for side, info in (("a", a), ("b", b)):
         devs = {(d["runtime_name"], d["table_name"]): d for d in info["devices"]}
         for (rn, tn), d in devs.items():
             pk = d["peak_tflops"] or {}
             peaks = ", ".join(f"{k} {v:g}" for k, v in pk.items() if v)
-            console.print(f"  {side}: {rn or '?'} -> {tn or 'unknown'}"
+            console.print(f"  {side}: {cell(rn or None, '?')} -> {cell(tn or None, 'unknown')}"
                           + (f"; {d['dram_gbps']:g} GB/s; TFLOP/s {peaks}" if tn else ""))
     if doc["identical"]:
-        console.print("[green]no differences[/green] (kernels, ops, steps and critical path all match)")
+        console.print(styled(("no differences", "green"), " (kernels, ops, steps and critical path all match)"))
         return
     t = Table(title="Totals (b − a)", title_justify="left")
     for c in ("", "a", "b", "Δ"):
@@ -65,20 +70,23 @@ def _render(doc: dict[str, Any], console: Any, top: int) -> None:
     for c in ("status", "count a", "count b", "µs a", "µs b", "Δ µs", "Δ FLOPs"):
         kt.add_column(c, justify="right", no_wrap=True)
     for r in doc["kernels"]["rows"][:top]:
-        kt.add_row(_short(r["name"]), r["status"], _f(r["count_a"]), _f(r["count_b"]), _f(r["time_us_a"]),
-                   _f(r["time_us_b"]), _d(r["delta_time_us"]), _d(r["delta_flops"]))
-    console.print(kt)
+        kt.add_row(kernel_label(r["name"], width) or "-", r["status"], _f(r["count_a"]), _f(r["count_b"]),
+                   _f(r["time_us_a"]), _f(r["time_us_b"]), _d(r["delta_time_us"]), _d(r["delta_flops"]))
+    print_table(console, kt, "no kernel changed (--all lists the unchanged ones)" if sum(kc.values())
+                else "no kernels in either trace")
     ot = Table(title=f"Ops (name, input shapes, call path) by |Δ GPU time| (top {top})", title_justify="left")
     ot.add_column("op", ratio=1, min_width=24, overflow="fold")
     for c in ("status", "count a", "count b", "Δ cpu µs", "Δ gpu µs", "Δ FLOPs"):
         ot.add_column(c, justify="right", no_wrap=True)
     for r in doc["ops"]["rows"][:top]:
-        label = r["name"] + (f" {r['shapes']}" if r["shapes"] else "")
+        label = Text(clean(r["name"]) + (f" {clean(r['shapes'])}" if r["shapes"] else ""))
         if r["path"]:
-            label += f"\n  [dim]in {r['path'][-120:]}[/dim]"
+            path = clean(r["path"])
+            label.append("\n  in " + (path if width is None or len(path) <= 120 else "…" + path[-119:]), "dim")
         ot.add_row(label, r["status"], _f(r["count_a"]), _f(r["count_b"]), _d(r["delta_cpu_us"]),
                    _d(r["delta_gpu_us"]), _d(r["delta_flops"]))
-    console.print(ot)
+    print_table(console, ot, "no op changed (--all lists the unchanged ones)" if sum(oc.values())
+                else "no ops in either trace")
     cp = doc["critical_path"]
     if cp:
         ct = Table(title="Critical path per step (µs) and share (%)", title_justify="left")
@@ -91,8 +99,8 @@ def _render(doc: dict[str, Any], console: Any, top: int) -> None:
         console.print(ct)
         console.print(f"bound: a {cp['a']['bound']}, b {cp['b']['bound']}")
     elif not st:
-        console.print("[dim]step time and critical path: not compared (a trace has no step: no ProfilerStep#N "
-                      "or Iteration N)[/dim]")
+        console.print(styled(("step time and critical path: not compared (a trace has no step: no ProfilerStep#N "
+                              "or Iteration N)", "dim")))
 
 
 @main.command()
@@ -105,8 +113,9 @@ def _render(doc: dict[str, Any], console: Any, top: int) -> None:
 @click.option("--no-critical-path", is_flag=True, help="Skip the critical-path composition (faster).")
 @click.option("--dtype", default=None, help="dtype for kernels whose op and name show none.")
 @click.option("--top", default=20, show_default=True, help="Rows per table in the terminal.")
+@table_file_options
 def diff(a: str, b: str, as_json: bool, name_level: str, include_same: bool, no_critical_path: bool,
-         dtype: str | None, top: int) -> None:
+         dtype: str | None, top: int, csv_dir: TableFiles | None) -> None:
     """Compare trace B with trace A: kernels side by side, ops, step time and critical path.
 
     Deltas are B − A. Kernels are matched by normalised name, ops by name + input shapes +
@@ -120,8 +129,13 @@ def diff(a: str, b: str, as_json: bool, name_level: str, include_same: bool, no_
                           with_critical_path=not no_critical_path)
     except ValueError as e:
         raise OpgraphInputError(a, str(e)) from None
+    if csv_dir is not None:
+        from opgraph.export.tables import diff_frames
+        write_frames(diff_frames(doc), csv_dir, b)
     if as_json:
         emit_json(doc, "diff.schema.json")
         return
-    from opgraph.commands.roofline import _wide_console
-    _render(doc, _wide_console(), top)
+    if csv_dir is not None:
+        return
+    from opgraph.cli import _console
+    _render(doc, _console(), top)

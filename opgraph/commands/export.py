@@ -61,10 +61,14 @@ def export_cmd(ctx: click.Context, input: str, fmt: str | None, **opts: Any) -> 
     if not wanted:
         flags = ", ".join(ex.option.opts[0] for ex in EXPORTERS.values())
         raise click.UsageError(f"nothing to write: give at least one of {flags}", ctx)
+    from opgraph.outfiles import check_output_path
+
     for ex in wanted:
         path = str(opts[ex.name])
         if ex.suffixes and not path.endswith(ex.suffixes):
             raise OpgraphInputError(path, f"{ex.option.opts[0]} writes {' or '.join(ex.suffixes)} files")
+        if ex.suffixes:  # a file format: before any work, not the input, not a folder or FIFO
+            check_output_path(path, (input,))
     from opgraph.cli import _RANK
 
     # a whole job only when no --rank was given and every requested format can write one
@@ -90,7 +94,10 @@ def register_exporter(name: str, *param_decls: str, run: ExportFn, help: str,
                       run_job: ExportFn | None = None) -> Exporter:
     """Add an output format to ``opgraph export``: an option (``param_decls``, e.g.
     ``"--dot"``) taking the output path, stored under ``name``, and ``run`` writing it.
-    ``run_job`` writes a whole multi-rank job graph (without it, a job needs ``--rank``)."""
+    ``run_job`` writes a whole multi-rank job graph (without it, a job needs ``--rank``).
+    A format with ``suffixes`` writes one file: its path is checked before the input is
+    loaded (:func:`opgraph.outfiles.check_output_path`); ``run`` writes it with
+    :mod:`opgraph.outfiles`, passing ``opts["input"]`` as the input not to overwrite."""
     opt = click.Option([*(param_decls or (f"--{name}",)), name], default=None, metavar=metavar,
                        type=str, help=help)
     ex = Exporter(name, opt, run, tuple(suffixes), run_job)
@@ -100,6 +107,11 @@ def register_exporter(name: str, *param_decls: str, run: ExportFn, help: str,
     return ex
 
 
+def _inputs(opts: dict[str, Any]) -> tuple[str, ...]:
+    """The files an exporter must not overwrite: the command's input."""
+    return (str(opts["input"]),) if opts.get("input") else ()
+
+
 # --------------------------------------------------------------------------- perfetto
 def _write_perfetto(G: nx.DiGraph, path: str, opts: dict[str, Any]) -> str:
     from opgraph.commands.window_option import check_window, window_errors
@@ -107,7 +119,7 @@ def _write_perfetto(G: nx.DiGraph, path: str, opts: dict[str, Any]) -> str:
 
     check_window(G, opts.get("input"), opts.get("window"))
     with window_errors(opts.get("input"), "--window"):
-        s = export_perfetto(G, path, window=opts.get("window"))
+        s = export_perfetto(G, path, window=opts.get("window"), inputs=_inputs(opts))
     return (f"{path}: {s['events']:,} original events + {s['flows']:,} critical-path flows, "
             f"{s['counter_events']:,} counter samples, {s['metadata_events']:,} names; "
             f"{s['critical_events']:,} critical events in {s['windows']} window(s) "
@@ -120,7 +132,7 @@ def _write_perfetto_job(G: nx.DiGraph, path: str, opts: dict[str, Any]) -> str:
     if opts.get("window"):
         raise OpgraphInputError(str(opts.get("input")), "--window applies to one rank: a job's critical path is "
                                 "one cross-rank path per step (pass --rank N for a single-rank overlay)")
-    s = export_perfetto_job(G, path)
+    s = export_perfetto_job(G, path, inputs=_inputs(opts))
     summ = s["summarised_ranks"]
     return (f"{path}: {s['kept']} rank(s) in full, {s['events']:,} original events on the aligned clock + "
             f"{s['collective_flows']:,} collective flows, {s['critical_flows']:,} critical-path flows, "

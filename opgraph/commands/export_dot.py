@@ -46,7 +46,7 @@ def _writer(fmt: str):
 
         v = _view(G, opts)
         try:
-            write_graphviz(G, path, fmt, view=v)
+            write_graphviz(G, path, fmt, view=v, inputs=(opts["input"],) if opts.get("input") else ())
         except GraphvizMissing:
             raise OpgraphInputError(path, MISSING_DOT) from None
         except OSError as e:

@@ -5,6 +5,7 @@ Also the option decorators shared by ``breakdown``, ``overheads`` and ``summary`
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import click
@@ -27,11 +28,47 @@ def window_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
-def output_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """--json and --csv [DIR]."""
+@dataclass(frozen=True)
+class TableFiles:
+    """Where a command writes its tables: ``--csv DIR``, ``--parquet DIR``, ``--xlsx FILE``."""
+
+    csv: str | None = None
+    parquet: str | None = None
+    xlsx: str | None = None
+
+
+_META = "opgraph.table_files"
+
+
+def _remember(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        ctx.meta.setdefault(_META, {})[param.name] = value
+
+
+def _table_files(ctx: click.Context, param: click.Parameter, value: str | None) -> TableFiles | None:
+    got = dict(ctx.meta.get(_META, {}))
+    if value is not None:
+        got["csv"] = value
+    return TableFiles(**got) if got else None
+
+
+def table_file_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The table files: --csv [DIR], --parquet DIR, --xlsx FILE. The command receives them
+    as one ``csv_dir`` value, a :class:`TableFiles` (None when none was given)."""
     f = click.option("--csv", "csv_dir", is_flag=False, flag_value=".", default=None, metavar="[DIR]",
-                     type=click.Path(file_okay=False),
+                     type=click.Path(file_okay=False), callback=_table_files,
                      help="Write pandas-friendly CSV files to DIR (default: the current directory).")(f)
+    f = click.option("--xlsx", "xlsx", default=None, metavar="FILE", expose_value=False, is_eager=True,
+                     callback=_remember, help="Write the tables to one Excel workbook, a sheet per table.")(f)
+    f = click.option("--parquet", "parquet", default=None, metavar="DIR", expose_value=False, is_eager=True,
+                     callback=_remember, type=click.Path(file_okay=False),
+                     help="Write the tables as Parquet files to DIR (needs pyarrow).")(f)
+    return f
+
+
+def output_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--json and the table files (:func:`table_file_options`)."""
+    f = table_file_options(f)
     f = click.option("--json", "as_json", is_flag=True, help="Machine-readable output (validated by its schema).")(f)
     return f
 
@@ -73,22 +110,30 @@ def stem(path: str) -> str:
     return name or "opgraph"
 
 
-def write_frames(frames: dict, csv_dir: str, input_path: str) -> None:
-    from opgraph.export.tables import write_csv
+def write_frames(frames: dict, out: TableFiles | str, input_path: str) -> None:
+    """Write ``frames`` where ``out`` says (a :class:`TableFiles`, or a CSV folder), each file
+    named after the input; print each path on stderr."""
+    from opgraph.export.tables import write_csv, write_parquet, write_xlsx
 
-    for p in write_csv(frames, csv_dir, stem(input_path)):
+    if isinstance(out, str):
+        out = TableFiles(csv=out)
+    inputs = (input_path,)
+    paths = []
+    if out.csv is not None:
+        paths += write_csv(frames, out.csv, stem(input_path), inputs=inputs)
+    if out.parquet is not None:
+        paths += write_parquet(frames, out.parquet, stem(input_path), inputs=inputs)
+    if out.xlsx is not None:
+        paths.append(write_xlsx(frames, out.xlsx, inputs=inputs))
+    for p in paths:
         click.echo(f"wrote {p}", err=True)
 
 
 def console():
-    """A rich console: the terminal's width, or 160 columns when piped (COLUMNS overrides)."""
-    import sys
+    """The console of the table commands (:func:`opgraph.cli._console`)."""
+    from opgraph.cli import _console
 
-    from rich.console import Console
-
-    if sys.stdout.isatty() or os.environ.get("COLUMNS"):
-        return Console()
-    return Console(width=160)
+    return _console()
 
 
 @main.command()
@@ -96,7 +141,7 @@ def console():
 @window_options
 @output_options
 def iterations(input: str, step_regex: str | None, data_marker: tuple[str, ...], no_data_markers: bool,
-               fmt: str | None, as_json: bool, csv_dir: str | None) -> None:
+               fmt: str | None, as_json: bool, csv_dir: TableFiles | None) -> None:
     """Steps found in INPUT, each with its CPU span, GPU span, GPU busy and kernel time.
 
     A device activity belongs to the step in which the runtime call that launched it

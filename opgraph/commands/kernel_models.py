@@ -32,6 +32,7 @@ def kernel_models_cmd(input: str, lookup: str | None, calibration: str | None, d
 
     from opgraph.analysis.overheads import OverheadParams
     from opgraph.commands.window_option import window_errors
+    from opgraph.outfiles import check_output_path
     from opgraph.predict.kernel_models import device_peaks, write_json_file
     from opgraph.predict.model_build import build_calibration, build_lookup, profile_ops
 
@@ -40,6 +41,8 @@ def kernel_models_cmd(input: str, lookup: str | None, calibration: str | None, d
     for out in (lookup, calibration):
         if out is not None and not out.endswith(".json"):
             raise OpgraphInputError(out, "output must be a .json file")
+        if out is not None:
+            check_output_path(out, (input,) + ((job,) if job else ()))
     if step_regex is not None:
         try:
             re.compile(step_regex)
@@ -66,7 +69,7 @@ def kernel_models_cmd(input: str, lookup: str | None, calibration: str | None, d
         raise OpgraphInputError(input, "no top-level CPU ops in the analysis window: nothing to measure")
     if lookup is not None:
         lk = build_lookup(G, po=po, device=device)
-        write_json_file(lk.to_dict(), lookup, "kernel-lookup.schema.json")
+        write_json_file(lk.to_dict(), lookup, "kernel-lookup.schema.json", inputs=(input,))
         click.echo(f"wrote {lookup}: {len(lk.entries)} op/shape entries, {len(lk.by_name)} op names, "
                    f"streams {lk.streams}", err=True)
     if calibration is not None:
@@ -74,6 +77,6 @@ def kernel_models_cmd(input: str, lookup: str | None, calibration: str | None, d
             cal = build_calibration(G, device=device, po=po)
         except ValueError as e:
             raise OpgraphInputError(input, str(e)) from None
-        write_json_file(cal.to_dict(), calibration, "roofline-calibration.schema.json")
+        write_json_file(cal.to_dict(), calibration, "roofline-calibration.schema.json", inputs=(input,))
         click.echo(f"wrote {calibration}: {cal.device}, classes "
                    + ", ".join(f"{c} (n={f.n})" for c, f in sorted(cal.classes.items())), err=True)

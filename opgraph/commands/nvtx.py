@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from opgraph.cli import _console, emit_json, load_input, main
+from opgraph.commands.iterations import TableFiles, table_file_options, write_frames
 from opgraph.ingest.steps import NVTX_ITERATION_PATTERN, STEP_PATTERN
 
 _ACT = ("kernel", "memcpy", "memset")
@@ -149,7 +150,9 @@ def nvtx_summary(G: nx.DiGraph, step_regex: str | None = None) -> dict[str, Any]
 @click.option("--top", default=30, show_default=True, help="Range names shown.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schemas/nvtx.schema.json).")
 @click.option("--format", "fmt", default=None, help="Force the input format of a raw trace.")
-def nvtx_cmd(input: str, step_regex: str | None, top: int, as_json: bool, fmt: str | None) -> None:
+@table_file_options
+def nvtx_cmd(input: str, step_regex: str | None, top: int, as_json: bool, fmt: str | None,
+             csv_dir: TableFiles | None) -> None:
     """Per NVTX range name: count, CPU time and GPU projection (nvtx_gpu_proj_sum).
 
     A kernel belongs to a range when its launching API call lies inside the range on the
@@ -161,10 +164,14 @@ def nvtx_cmd(input: str, step_regex: str | None, top: int, as_json: bool, fmt: s
     G = load_input(input, fmt)
     with window_errors(input, "--step-regex"):
         doc = nvtx_summary(G, step_regex)
+    if csv_dir is not None:
+        write_frames({"nvtx_ranges": pd.DataFrame(doc["ranges"]), "nvtx_iterations": pd.DataFrame(doc["iterations"])},
+                     csv_dir, input)
     if as_json:
         emit_json(doc, "nvtx.schema.json")
         return
-    from rich.markup import escape
+    if csv_dir is not None:
+        return
     from rich.table import Table
 
     con = _console()
@@ -178,7 +185,7 @@ def nvtx_cmd(input: str, step_regex: str | None, top: int, as_json: bool, fmt: s
         else:
             t.add_column(c, justify="right")
     for r in doc["ranges"][:top]:
-        t.add_row(escape(r["name"][:60]), f"{r['count']:,}", f"{r['cpu_total_us']:,.1f}",
+        t.add_row(r["name"], f"{r['count']:,}", f"{r['cpu_total_us']:,.1f}",
                   f"{r['gpu_proj_total_us']:,.1f}", f"{r['kernels']:,}", f"{r['kernel_total_us']:,.1f}")
     con.print(t)
     if doc["iterations"]:
@@ -186,7 +193,7 @@ def nvtx_cmd(input: str, step_regex: str | None, top: int, as_json: bool, fmt: s
         for c in ("step", "name", "CPU µs", "GPU proj µs", "kernels", "kernel µs"):
             t.add_column(c, justify="left" if c == "name" else "right")
         for r in doc["iterations"]:
-            t.add_row(str(r["step"]), escape(r["name"][:40]), f"{r['cpu_us']:,.1f}", f"{r['gpu_proj_us']:,.1f}",
+            t.add_row(str(r["step"]), r["name"], f"{r['cpu_us']:,.1f}", f"{r['gpu_proj_us']:,.1f}",
                       f"{r['kernels']:,}", f"{r['kernel_us']:,.1f}")
         con.print(t)
 
@@ -209,7 +216,6 @@ def enqueue_stats_cmd(input: str, as_json: bool, fmt: str | None) -> None:
     if as_json:
         emit_json(doc, "enqueue-stats.schema.json")
         return
-    from rich.markup import escape
     from rich.table import Table
 
     con = _console()
@@ -224,7 +230,7 @@ def enqueue_stats_cmd(input: str, as_json: bool, fmt: str | None) -> None:
         else:
             t.add_column(c, justify="right")
     for r in doc["kernels"]:
-        t.add_row(escape(str(r["name"])[:50]), f"{r['enqueues']:,}", f"{r['exec_total_us']:,.1f}",
+        t.add_row(str(r["name"]), f"{r['enqueues']:,}", f"{r['exec_total_us']:,.1f}",
                   f"{r['exec_pct']:.1f}", f"{r['queue_avg_us']:,.1f}", f"{r['submit_avg_us']:,.1f}",
                   f"{r['exec_avg_us']:,.1f}",
                   "-" if r["host_overhead_avg_us"] is None else f"{r['host_overhead_avg_us']:,.1f}")

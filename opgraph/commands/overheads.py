@@ -7,7 +7,7 @@ import orjson
 
 from opgraph.cli import emit_json, load_input, main
 from opgraph.commands.iterations import (
-    check_regex, console, markers, output_options, window_options, write_frames,
+    TableFiles, check_regex, console, markers, output_options, window_options, write_frames,
 )
 
 
@@ -35,7 +35,7 @@ from opgraph.commands.iterations import (
 def overheads(input: str, output: str | None, by_shapes: bool, t1_max_gap_us: float, t1_min_gap_us: float | None,
               launch_api: tuple[str, ...], module_marker: tuple[str, ...], drop_outliers: str, top: int, whole_trace: bool,
               step_regex: str | None, data_marker: tuple[str, ...], no_data_markers: bool, fmt: str | None,
-              as_json: bool, csv_dir: str | None) -> None:
+              as_json: bool, csv_dir: TableFiles | None) -> None:
     """CPU overheads of INPUT: T1 (between ops), T2 (op start → first launch), T3 (last
     launch → op end), T4 (launch call, per API), T5 (between launches), and the durations
     of ops that launch nothing (taken whole). Mean, std and n in µs."""
@@ -45,6 +45,9 @@ def overheads(input: str, output: str | None, by_shapes: bool, t1_max_gap_us: fl
     from opgraph.commands.window_option import window_errors
 
     check_regex(step_regex)
+    if output:
+        from opgraph.outfiles import check_output_path
+        check_output_path(output, (input,))  # before any work
     p = OverheadParams(t1_max_gap_us=t1_max_gap_us, t1_min_gap_us=t1_min_gap_us,
                        launch_apis=tuple(launch_api) or DEFAULT_LAUNCH_APIS,
                        module_markers=tuple(module_marker) or DEFAULT_MODULE_MARKERS,
@@ -59,8 +62,8 @@ def overheads(input: str, output: str | None, by_shapes: bool, t1_max_gap_us: fl
     if output:
         from opgraph.schemas_util import validate
         validate(doc, "overheads.schema.json")
-        with open(output, "wb") as fh:
-            fh.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS))
+        from opgraph.outfiles import write_atomic
+        write_atomic(output, orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS), (input,))
         click.echo(f"wrote {output}: {len(doc['ops'])} ops, T1 n={doc['t1']['n'] if doc['t1'] else 0}", err=True)
     if csv_dir is not None:
         from opgraph.export.tables import overheads_frames

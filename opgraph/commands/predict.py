@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import re
 from typing import Any
 
 import click
 
 from opgraph.cli import _console, emit_json, load_input, main
+from opgraph.commands.iterations import TableFiles, table_file_options, write_frames
 from opgraph.errors import OpgraphInputError
 
 
@@ -55,12 +55,14 @@ from opgraph.errors import OpgraphInputError
               help="Write the predicted timeline as a Chrome/Perfetto trace (.json or .json.gz).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schemas/predict.schema.json).")
 @click.option("--path", "with_path", is_flag=True, help="With --json, include each step's predicted critical path.")
+@table_file_options
 def predict_cmd(input: str, replay: bool, scale_kernels: tuple[str, ...], scale_cpu: tuple[str, ...],
                 launch_overhead: str | None, remove: tuple[str, ...], device: str | None,
                 source_device: str | None, typical_latencies: bool, no_infer: bool, window: str | None,
                 perfetto: str | None, as_json: bool, with_path: bool, et: str | None = None,
                 overheads: str | None = None, lookup: str | None = None, calibration: str | None = None,
-                data_loading: str = "profile", hit_rate: str = "all_rows", gap_mode: str = "measured") -> None:
+                data_loading: str = "profile", hit_rate: str = "all_rows", gap_mode: str = "measured",
+                csv_dir: TableFiles | None = None) -> None:
     """Replay INPUT's timeline from its dependency graph, or predict it under what-if
     transforms: per-step time, GPU busy/idle and critical-path composition, against the
     measured trace. With --et (no INPUT): predict an execution trace's iteration time from
@@ -97,14 +99,14 @@ def predict_cmd(input: str, replay: bool, scale_kernels: tuple[str, ...], scale_
     if perfetto is not None:
         if not (perfetto.endswith(".json") or perfetto.endswith(".json.gz")):
             raise OpgraphInputError(perfetto, "unknown output type: use .json or .json.gz")
-        if os.path.abspath(perfetto) == os.path.abspath(input):
-            raise OpgraphInputError(perfetto, "refusing to overwrite the input")
-        from opgraph.graph.io import check_writable
-        check_writable(perfetto)
+        from opgraph.outfiles import check_output_path
+        check_output_path(perfetto, (input,))  # not the input, not a folder or FIFO; folders are created
     G = load_input(input)
     check_window(G, input, window)
     try:
         res = predict(G, transforms, window=window, source_device=source_device, infer=not no_infer)
+    except WhatIfError as e:
+        raise OpgraphInputError(e.option, e.message) from None
     except ValueError as e:
         raise OpgraphInputError(input, str(e)) from None
     if perfetto is not None:
@@ -115,8 +117,13 @@ def predict_cmd(input: str, replay: bool, scale_kernels: tuple[str, ...], scale_
                               {"mode": res.mode, "transforms": [t.to_dict() for t in res.transforms],
                                "source": G.graph.get("source")})
     doc = res.to_dict(with_path=with_path)
+    if csv_dir is not None:
+        from opgraph.export.tables import predict_frames
+        write_frames(predict_frames(doc), csv_dir, input)
     if as_json:
         emit_json(doc, "predict.schema.json")
+        return
+    if csv_dir is not None:
         return
     _render(doc, perfetto)
 
@@ -143,8 +150,10 @@ def _predict_et(input: str | None, et: str, overheads: str | None, device: str |
         return
     from rich.table import Table
 
+    from opgraph.export.console import styled
+
     con = _console()
-    con.print(f"[bold]opgraph predict --et[/bold] {et} on {doc['inputs']['device']}")
+    con.print(styled(("opgraph predict --et", "bold"), f" {et} on {doc['inputs']['device']}"))
     t = Table()
     for c in ("step", "E2E µs", "CPU µs", "GPU active µs", "data loading µs", "ops", "lookup", "analytic",
               "roofline", "by name", "cpu only", "unmodelled"):
@@ -157,18 +166,21 @@ def _predict_et(input: str | None, et: str, overheads: str | None, device: str |
     con.print(t)
     sm = doc["summary"]
     if sm["ops_by_source"]["unmodelled"] or sm["ops_without_cpu_model"]:
-        con.print(f"[yellow]note:[/yellow] {sm['ops_by_source']['unmodelled']} ops launch GPU work with no kernel model, "
-                  f"{sm['ops_without_cpu_model']} ops have no CPU overhead in the overheads file (counted as 0)")
+        con.print(styled(("note:", "yellow"), f" {sm['ops_by_source']['unmodelled']} ops launch GPU work with no "
+                         f"kernel model, {sm['ops_without_cpu_model']} ops have no CPU overhead in the overheads file "
+                         "(counted as 0)"))
 
 
 def _render(doc: dict[str, Any], perfetto: str | None) -> None:
     from rich.table import Table
 
+    from opgraph.export.console import styled
+
     con = _console()
     s = doc["summary"]
     title = ("replay" if doc["mode"] == "replay" else "what-if") + (
         ": " + "; ".join(_tr_text(t) for t in doc["transforms"]) if doc["transforms"] else "")
-    con.print(f"[bold]opgraph predict[/bold] — {title}")
+    con.print(styled(("opgraph predict", "bold"), f" — {title}"))
     if doc.get("device"):
         d = doc["device"]
         con.print(f"device: {d['source']} -> {d['target']}: {d['roofline_modelled']} kernels re-timed by roofline, "
@@ -189,7 +201,7 @@ def _render(doc: dict[str, Any], perfetto: str | None) -> None:
                   _bound(st["measured_bound"], st["predicted_bound"]))
     if len(doc["steps"]) > 200:
         t.add_row(f"… {len(doc['steps']) - 200} more", "", "", "", "", "")
-    t.add_row("[bold]total[/bold]", f"{s['measured_us']:,.1f}", f"{s['predicted_us']:,.1f}", f"{s['delta_pct']:+.2f}",
+    t.add_row(styled(("total", "bold")), f"{s['measured_us']:,.1f}", f"{s['predicted_us']:,.1f}", f"{s['delta_pct']:+.2f}",
               "", _bound(s["measured_bound"], s["predicted_bound"]))
     con.print(t)
     if doc["mode"] == "replay":
@@ -218,7 +230,7 @@ def _render(doc: dict[str, Any], perfetto: str | None) -> None:
         con.print(g)
     for tr in doc["transforms"]:
         if tr["matched"] == 0:
-            con.print(f"[yellow]warning:[/yellow] {_tr_text(tr)} matched nothing")
+            con.print(styled(("warning:", "yellow"), f" {_tr_text(tr)} matched nothing"))
     inf = doc["model"]["inferred"]
     parts = [f"{inf.get('blocked_calls', 0)} launch calls blocked on a full launch queue"
              + (f" (depth {', '.join(str(q) for q in inf['queue_depth'].values())})" if inf.get("queue_depth") else ""),
@@ -226,7 +238,7 @@ def _render(doc: dict[str, Any], perfetto: str | None) -> None:
     if any(inf.get(k) for k in ("blocked_calls", "handoff_edges", "stream_wait_edges")):
         con.print("inferred dependencies: " + ", ".join(parts))
     if doc["model"]["dropped_cycle_edges"]:
-        con.print(f"[yellow]note:[/yellow] {doc['model']['dropped_cycle_edges']} edges dropped to break cycles")
+        con.print(styled(("note:", "yellow"), f" {doc['model']['dropped_cycle_edges']} edges dropped to break cycles"))
     if perfetto:
         con.print(f"predicted timeline written to {perfetto}")
 

@@ -10,7 +10,6 @@ the roofline table is also printed as before.
 from __future__ import annotations
 
 import functools
-import os
 from typing import Any
 
 import click
@@ -24,15 +23,14 @@ _original = report.callback
 def _write_html(input: str, path: str, batch_size: int | None, device: str | None, dtype: str | None) -> None:
     from opgraph.cli import load_input
     from opgraph.export.html import write_report
+    from opgraph.outfiles import check_output_path
 
     if not path.endswith((".html", ".htm")):
         raise OpgraphInputError(path, "--html writes an .html file")
-    d = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(d):
-        raise OpgraphInputError(path, f"cannot write: no directory {d}")
+    check_output_path(path, (input,))  # before any work: not the input, not a folder or FIFO
     G = load_input(input)
     try:
-        res = write_report(G, path, batch_size=batch_size, device=device, dtype=dtype)
+        res = write_report(G, path, batch_size=batch_size, device=device, dtype=dtype, inputs=(input,))
     except OSError as e:
         raise OpgraphInputError(path, f"cannot write: {e.strerror or e}") from None
     left = f"; left out: {'; '.join(res['notes'])}" if res["notes"] else ""

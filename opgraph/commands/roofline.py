@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from opgraph.cli import _console, emit_json, load_input, main
+from opgraph.commands.iterations import TableFiles, table_file_options, write_frames
 from opgraph.errors import OpgraphInputError
 
 _DEVICE_HELP = ("Device for every kernel: a table name ('H100 SXM') or a runtime name "
@@ -45,12 +46,12 @@ def augment(trace: str, output: str, device: str | None, dtype: str | None, fmt:
     from opgraph.analysis.roofline import TraceColumns, augment_args, summarize
     from opgraph.export.chrome import write_trace
     from opgraph.graph.io import read_input
+    from opgraph.outfiles import check_output_path
     from opgraph.progress import BUILD_PHASES, phase_progress
 
     if not (output.endswith(".json") or output.endswith(".json.gz")):
         raise OpgraphInputError(output, "unknown output type: use .json or .json.gz")
-    if os.path.abspath(output) == os.path.abspath(trace):
-        raise OpgraphInputError(output, "refusing to overwrite the input trace")
+    check_output_path(output, (trace,))  # before any work: not the input, not a folder or FIFO
     was = gc.isenabled()
     gc.disable()
     try:
@@ -73,7 +74,7 @@ def augment(trace: str, output: str, device: str | None, dtype: str | None, fmt:
             del cols
             add = augment_args(res)
             step("write")
-            write_trace(shell, output, add_args=add)
+            write_trace(shell, output, add_args=add, inputs=(trace,))
     finally:
         if was:
             gc.enable()
@@ -99,38 +100,38 @@ def _num(v: Any, unit: str = "") -> str:
     return f"{x:,.2f}"
 
 
-def _short(name: Any, width: int = 90) -> str:
-    """A kernel name for display: without ``void``, parameter list and addresses."""
+def kernel_label(name: Any, width: int | None = 90) -> str:
+    """A kernel name for display: without ``void``, parameter list and addresses; cut to
+    ``width`` characters (None: never cut, as in piped output)."""
     from opgraph.analysis.diff import normalize_kernel_name
 
     if not isinstance(name, str):
         return ""
     s = name if name.startswith(("Memcpy", "Memset")) else normalize_kernel_name(name)
-    return s if len(s) <= width else s[: width - 1] + "…"
+    return s if width is None or len(s) <= width else s[: width - 1] + "…"
 
 
 def _wide_console():
-    """The console, at least 160 columns wide when the output is not a terminal."""
-    c = _console()
-    if not c.is_terminal and c.width < 160:
-        from rich.console import Console
-        c = Console(width=160)
-    return c
+    """The console (:func:`opgraph.cli._console`: full width when piped)."""
+    return _console()
 
 
 def _render_report(doc: dict[str, Any], console: Any, top: int) -> None:
     from rich.table import Table
 
+    from opgraph.export.console import cell, print_table, styled
+
     s = doc["summary"]
     src = doc["source"].get("file") or ""
-    console.print(f"[bold]Roofline[/bold] {src}  (by {doc['by']})")
+    width = 90 if console.is_terminal else None
+    console.print(styled(("Roofline", "bold"), f" {cell(src)}  (by {doc['by']})"))
     for d in doc["devices"]:
-        name = d["table_name"] or "[red]unknown[/red]"
+        name = styled((d["table_name"], "") if d["table_name"] else ("unknown", "red"))
         extra = " (--device)" if d["overridden"] else " (inferred)" if d.get("inferred") else ""
         pk = d["peak_tflops"] or {}
         peaks = ", ".join(f"{k} {v:g}" for k, v in pk.items() if v) if pk else "no peaks"
-        console.print(f"  device {d['device']}: {d['runtime_name'] or '?'} -> {name}{extra}"
-                      + (f"; {d['dram_gbps']:g} GB/s; TFLOP/s {peaks}" if d["table_name"] else ""))
+        console.print(styled(f"  device {d['device']}: {cell(d['runtime_name'] or None, '?')} -> ") + name
+                      + styled(extra + (f"; {d['dram_gbps']:g} GB/s; TFLOP/s {peaks}" if d["table_name"] else "")))
     cov = s["coverage_time_pct"]
     console.print(
         f"  kernels {s['kernels']:,}, {s['kernel_time_us']:,.1f} µs; with a model: {s['modelled_kernels']:,}"
@@ -154,11 +155,11 @@ def _render_report(doc: dict[str, Any], console: Any, top: int) -> None:
         else:
             t.add_column(c, justify="left" if c in ("bound", "model") else "right", no_wrap=True)
     for r in doc["rows"][:top]:
-        t.add_row(_short(r["name"]), f"{r['count']:,}", _num(r["total_us"]), _num(r["mean_us"]),
-                  _num(r["flops"], "flop"), _num(r["bytes"], "B"), _num(r["tflops"]), _num(r["gbps"]),
+        t.add_row(kernel_label(r["name"], width) or "-", f"{r['count']:,}", _num(r["total_us"]),
+                  _num(r["mean_us"]), _num(r["flops"], "flop"), _num(r["bytes"], "B"), _num(r["tflops"]), _num(r["gbps"]),
                   _num(r["pct_peak_flops"]), _num(r["pct_peak_bw"]), r["bound"] or "",
-                  r["model"] or "[dim]no model[/dim]")
-    console.print(t)
+                  r["model"] or styled(("no model", "dim")))
+    print_table(console, t, f"no {'kernels' if doc['by'] == 'kernel' else 'ops launching GPU work'} in this trace")
     if len(doc["rows"]) > top:
         console.print(f"  ... {len(doc['rows']) - top} more rows (--top N, --json or --csv for all)")
     if doc["no_model"]:
@@ -166,7 +167,7 @@ def _render_report(doc: dict[str, Any], console: Any, top: int) -> None:
         for c in ("op", "calls", "activities", "time µs"):
             nt.add_column(c, justify="left" if c == "op" else "right")
         for r in doc["no_model"][:10]:
-            nt.add_row(str(r["name"]), f"{r['calls']:,}", f"{r['activities']:,}", _num(r["time_us"]))
+            nt.add_row(cell(r["name"]), f"{r['calls']:,}", f"{r['activities']:,}", _num(r["time_us"]))
         console.print(nt)
 
 
@@ -175,26 +176,33 @@ def _render_report(doc: dict[str, Any], console: Any, top: int) -> None:
 @click.option("--by", type=click.Choice(["kernel", "op"]), default="kernel", show_default=True,
               help="One row per kernel name or per op name.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schemas/report.schema.json).")
-@click.option("--csv", "as_csv", is_flag=True, help="The table as CSV on stdout.")
+@table_file_options
 @click.option("--device", default=None, help=_DEVICE_HELP)
 @click.option("--dtype", default=None, help=_DTYPE_HELP)
 @click.option("--top", default=None, type=int, help="Rows shown (default: 30 in the terminal, all with --json/--csv).")
-def report(input: str, by: str, as_json: bool, as_csv: bool, device: str | None, dtype: str | None,
+def report(input: str, by: str, as_json: bool, csv_dir: TableFiles | None, device: str | None, dtype: str | None,
            top: int | None) -> None:
     """Roofline table of INPUT: count, time, FLOPs, bytes, achieved TFLOP/s and GB/s, % of
     peak and the bound (compute/memory) per kernel or op."""
     from opgraph.analysis.roofline import group_table, report_doc
 
-    if as_json and as_csv:
-        raise click.UsageError("--json and --csv are exclusive")
+    to_stdout = csv_dir is not None and csv_dir.csv == "-"
+    if as_json and to_stdout:
+        raise click.UsageError("--json and --csv - both write to stdout")
     G = load_input(input)
     res = _roofline(G, input, device, dtype)
-    if as_csv:
+    if csv_dir is not None:
         tab = group_table(res, by)
         if top is not None:
             tab = tab.head(top)
-        click.echo(tab.to_csv(index=False), nl=False)
-        return
+        if to_stdout:
+            from opgraph.export.tables import spreadsheet_safe
+            click.echo(spreadsheet_safe(tab).to_csv(index=False), nl=False)
+            csv_dir = TableFiles(None, csv_dir.parquet, csv_dir.xlsx)
+        if csv_dir.parquet is not None or csv_dir.xlsx is not None or csv_dir.csv is not None:
+            write_frames({f"report_{by}": tab}, csv_dir, input)
+        if not as_json:
+            return
     doc = report_doc(res, by, top if as_json else None)
     if as_json:
         emit_json(doc, "report.schema.json")

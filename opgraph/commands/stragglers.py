@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from opgraph.cli import _console, emit_json, load_input, main
+from opgraph.commands.iterations import TableFiles, table_file_options, write_frames
 from opgraph.errors import OpgraphInputError
 
 
@@ -13,7 +14,8 @@ from opgraph.errors import OpgraphInputError
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schemas/stragglers.schema.json).")
 @click.option("--top", default=15, show_default=True,
               help="Collectives listed by lateness in the table (--json lists every collective).")
-def stragglers_cmd(input: str, as_json: bool, top: int) -> None:
+@table_file_options
+def stragglers_cmd(input: str, as_json: bool, top: int, csv_dir: TableFiles | None) -> None:
     """Per collective and per step of a multi-rank job: the last-arriving rank and its
     lateness; ranks that are repeatedly last; skew histograms (--json)."""
     from opgraph.analysis.stragglers import stragglers
@@ -23,8 +25,12 @@ def stragglers_cmd(input: str, as_json: bool, top: int) -> None:
         raise OpgraphInputError(input, "stragglers needs a multi-rank job graph (opgraph build DIR -o job.gpickle); "
                                        "this graph has one rank")
     rep = stragglers(G)
+    if csv_dir is not None:
+        write_frames(rep.tables(), csv_dir, input)
     if as_json:
         emit_json(rep.to_dict(), "stragglers.schema.json")
+        return
+    if csv_dir is not None:
         return
     from opgraph.export.text_crossrank import render_stragglers
     render_stragglers(rep, _console(), top=top)

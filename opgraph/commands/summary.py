@@ -6,7 +6,7 @@ import click
 
 from opgraph.cli import emit_json, is_multirank_input, load_input, main, multirank_options
 from opgraph.commands.iterations import (
-    check_regex, console, markers, output_options, window_options, write_frames,
+    TableFiles, check_regex, console, markers, output_options, window_options, write_frames,
 )
 
 
@@ -18,7 +18,7 @@ from opgraph.commands.iterations import (
 @output_options
 @multirank_options
 def summary(input: str, batch_size: int | None, step_regex: str | None, data_marker: tuple[str, ...],
-            no_data_markers: bool, fmt: str | None, as_json: bool, csv_dir: str | None,
+            no_data_markers: bool, fmt: str | None, as_json: bool, csv_dir: TableFiles | None,
             scheduler: str | None, workers: int | None) -> None:
     """Step time, QPS and GPU busy / idle / multistream overlap of INPUT.
 

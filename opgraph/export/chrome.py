@@ -17,6 +17,8 @@ import numpy as np
 import orjson
 import pandas as pd
 
+from opgraph.outfiles import write_atomic
+
 _OPTS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
 
 
@@ -117,24 +119,28 @@ def _extra_dict(e: dict[str, Any]) -> dict[str, Any]:
 
 
 def write_trace(G: nx.DiGraph, path: str | Path, add_args: dict[int, dict[str, Any]] | None = None,
-                extra_events: list[dict[str, Any]] | None = None) -> None:
+                extra_events: list[dict[str, Any]] | None = None, inputs: tuple[str | Path, ...] = ()) -> None:
     """Write the trace of ``G`` (all original events, unchanged) to ``path`` (``.json`` or
     ``.json.gz``), merging ``add_args[eid]`` into event ``eid``'s args and appending
-    ``extra_events`` (whose ``ts``/``dur`` are given in **ns** as ints and written as µs)."""
+    ``extra_events`` (whose ``ts``/``dur`` are given in **ns** as ints and written as µs).
+    ``path`` is written whole or not at all and never over one of ``inputs``
+    (:func:`opgraph.outfiles.write_atomic`)."""
     top: dict[str, Any] = dict(G.graph.get("trace_metadata") or {})
     if G.graph.get("device_properties"):
         top["deviceProperties"] = G.graph["device_properties"]
     if G.graph.get("distributed_info"):
         top["distributedInfo"] = G.graph["distributed_info"]
-    write_trace_doc(top, G.graph["events"], path, add_args, extra_events)
+    write_trace_doc(top, G.graph["events"], path, add_args, extra_events, inputs)
 
 
 def write_trace_doc(top: dict[str, Any], ev: pd.DataFrame, path: str | Path,
                     add_args: dict[int, dict[str, Any]] | None = None,
-                    extra_events: list[dict[str, Any]] | None = None) -> None:
+                    extra_events: list[dict[str, Any]] | None = None,
+                    inputs: tuple[str | Path, ...] = ()) -> None:
     """Write ``{**top, "traceEvents": [...]}`` to ``path`` (``.json`` or ``.json.gz``): the
     rows of the canonical event table ``ev`` (:func:`event_dicts`, ``add_args`` merged)
-    followed by ``extra_events`` (``ts``/``dur`` in integer **ns**, written as exact µs)."""
+    followed by ``extra_events`` (``ts``/``dur`` in integer **ns**, written as exact µs).
+    Written whole or not at all, never over one of ``inputs`` (:mod:`opgraph.outfiles`)."""
     import gc
 
     top = dict(top)
@@ -155,4 +161,4 @@ def write_trace_doc(top: dict[str, Any], ev: pd.DataFrame, path: str | Path,
             gc.enable()
     if str(path).endswith(".gz"):
         data = gzip.compress(data, compresslevel=6)
-    Path(path).write_bytes(data)
+    write_atomic(path, data, inputs)

@@ -821,19 +821,20 @@ def render(dot_text: str, fmt: str, timeout: float | None = 600) -> bytes:
 
 
 def write_graphviz(G: nx.DiGraph, path: str | Path, fmt: str | None = None, *, view: GraphView | None = None,
-                   **view_opts: Any) -> GraphView:
+                   inputs: tuple[str | Path, ...] = (), **view_opts: Any) -> GraphView:
     """Write ``G`` (through :func:`graph_view` with ``view_opts``) as DOT, SVG or PNG
-    (``fmt``, default from the file suffix)."""
+    (``fmt``, default from the file suffix); whole or not at all, never over one of
+    ``inputs`` (:func:`opgraph.outfiles.write_atomic`)."""
+    from opgraph.outfiles import write_atomic
+
     path = Path(path)
     fmt = fmt or path.suffix.lstrip(".").lower()
     if fmt == "gv":
         fmt = "dot"
     v = view if view is not None else graph_view(G, **view_opts)
     lay = to_pydot(v)
-    if fmt == "dot":
-        path.write_text(lay.source(), encoding="utf-8")
-    else:
-        path.write_bytes(render(lay.source(), fmt))
+    data = lay.source().encode("utf-8") if fmt == "dot" else render(lay.source(), fmt)
+    write_atomic(path, data, inputs)
     return v
 
 

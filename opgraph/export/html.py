@@ -451,13 +451,17 @@ drawn by the script in this file, no network access.</p>{f"<ul>{foot}</ul>" if f
 
 
 def write_report(G: nx.DiGraph, path: str | Path, batch_size: int | None = None, device: str | None = None,
-                 dtype: str | None = None, title: str | None = None, with_picture: bool = True) -> dict[str, Any]:
-    """Write the HTML report of ``G`` to ``path``; returns ``{"bytes", "sections", "notes"}``."""
+                 dtype: str | None = None, title: str | None = None, with_picture: bool = True,
+                 inputs: tuple[str | Path, ...] = ()) -> dict[str, Any]:
+    """Write the HTML report of ``G`` to ``path`` (whole or not at all, never over one of
+    ``inputs``: :func:`opgraph.outfiles.write_atomic`); returns ``{"bytes", "sections", "notes"}``."""
+    from opgraph.outfiles import write_atomic
+
     notes: list[str] = []
     data = report_data(G, batch_size=batch_size, device=device, dtype=dtype, notes=notes)
     src = ((G.graph.get("source") or {}).get("file") if isinstance(G.graph.get("source"), dict) else None) or ""
     title = title or f"opgraph report · {Path(src).name or 'trace'}"
     text = render_html(G, data, notes, title, with_picture=with_picture)
     raw = text.encode("utf-8")
-    Path(path).write_bytes(raw)
+    write_atomic(path, raw, inputs)
     return {"bytes": len(raw), "sections": sorted(data), "notes": notes}

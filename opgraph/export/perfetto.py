@@ -517,8 +517,10 @@ def build_overlay(G: nx.DiGraph, window: str | None = None, *, arr: GraphArrays 
     return ov
 
 
-def export_perfetto(G: nx.DiGraph, path: str | Path, window: str | None = None) -> dict[str, Any]:
-    """Write the Perfetto overlay of ``G`` to ``path`` (``.json`` or ``.json.gz``).
+def export_perfetto(G: nx.DiGraph, path: str | Path, window: str | None = None,
+                    inputs: tuple[str | Path, ...] = ()) -> dict[str, Any]:
+    """Write the Perfetto overlay of ``G`` to ``path`` (``.json`` or ``.json.gz``; never over
+    one of ``inputs``).
 
     Returns a summary: the output path, the number of original events and the counts of
     what was added (see :meth:`Overlay.summary`).
@@ -534,7 +536,7 @@ def export_perfetto(G: nx.DiGraph, path: str | Path, window: str | None = None) 
     gc.disable()  # hundreds of thousands of small acyclic dicts: keep the collector out
     try:
         ov = build_overlay(G, window)
-        write_trace(G, path, add_args=ov.add_args, extra_events=ov.extra_events())
+        write_trace(G, path, add_args=ov.add_args, extra_events=ov.extra_events(), inputs=inputs)
     finally:
         if was:
             gc.enable()

@@ -431,9 +431,9 @@ def build_job_overlay(G: nx.DiGraph, cr: CrossRankResult | None = None) -> JobOv
     return JobOverlay(ev, add_args, extra, top, counts)
 
 
-def export_perfetto_job(G: nx.DiGraph, path: str | Path) -> dict[str, Any]:
+def export_perfetto_job(G: nx.DiGraph, path: str | Path, inputs: tuple[str | Path, ...] = ()) -> dict[str, Any]:
     """Write the Perfetto overlay of job graph ``G`` to ``path`` (``.json`` or
-    ``.json.gz``). Returns a summary: the path and the counts of :class:`JobOverlay`."""
+    ``.json.gz``; never over one of ``inputs``). Returns a summary: the path and the counts of :class:`JobOverlay`."""
     import gc
 
     from opgraph.export.chrome import write_trace_doc
@@ -446,7 +446,7 @@ def export_perfetto_job(G: nx.DiGraph, path: str | Path) -> dict[str, Any]:
     gc.disable()
     try:
         ov = build_job_overlay(G)
-        write_trace_doc(ov.top, ov.events, path, ov.add_args, ov.extra)
+        write_trace_doc(ov.top, ov.events, path, ov.add_args, ov.extra, inputs)
     finally:
         if was:
             gc.enable()

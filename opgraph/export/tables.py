@@ -7,17 +7,20 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+
+from opgraph.export.console import NO_GPU, clean, print_table, styled
 
 
 def _fit(t: Table, width: int) -> Table:
     """Lay out a table for ``width`` columns: fixed (no-wrap, no max width) columns get the
     width of their widest cell, so numbers are never elided; the flexible columns (those
     with a ``max_width``) share what is left and elide their text."""
-    cells = [[c.plain if isinstance(c, Text) else str(c) for c in col._cells] for col in t.columns]
-    natural = [max([len(str(col.header))] + [len(c) for c in cs]) for col, cs in zip(t.columns, cells)]
+    cells = [[clean(c.plain if isinstance(c, Text) else c) for c in col.cells] for col in t.columns]
+    natural = [max([cell_len(clean(col.header))] + [cell_len(c) for c in cs]) for col, cs in zip(t.columns, cells)]
     fixed = [col.no_wrap and col.max_width is None for col in t.columns]
     for col, n, fx in zip(t.columns, natural, fixed):
         if fx:
@@ -44,17 +47,18 @@ def _pct(v: float | None) -> str:
 def _tree_rows(t: Table, entries: list[dict[str, Any]], level: int, shapes: bool) -> None:
     for e in entries:
         style = "dim" if e["kind"] in ("others", "unaccounted") else None
-        label = ("  " * level) + e["name"]
+        label = ("  " * level) + clean(e["name"])
         if e["kind"] == "others":
             label += f" ({e.get('entries', 0)} entries)"
         if e["kind"] == "kernel":
-            label = ("  " * level) + "⚙ " + e["name"]
+            label = ("  " * level) + "⚙ " + clean(e["name"])
         row = [Text(label, style=style), _us(e["time_us"]), _pct(e["percent"]), f"{e['count']:,}" if e["count"] else ""]
         if shapes:
             sh = ""
             if e.get("shapes_distinct"):
                 top = e["shapes"][0]
-                sh = f"{e['shapes_distinct']}: {top['dims']}" + (f" ×{top['count']}" if e["shapes_distinct"] > 1 else "")
+                sh = (f"{e['shapes_distinct']}: {clean(top['dims'])}"
+                      + (f" ×{top['count']}" if e["shapes_distinct"] > 1 else ""))
             row.append(sh)
         t.add_row(*row)
         _tree_rows(t, e.get("children", []), level + 1, shapes)
@@ -70,7 +74,7 @@ def _window_line(w: dict[str, Any]) -> str:
 
 def render_host_breakdown(doc: dict[str, Any], console: Console) -> None:
     """Print ``opgraph breakdown --host``: one tree table per thread."""
-    console.print(f"[bold]Host breakdown[/bold]  {_window_line(doc['window'])}")
+    console.print(styled(("Host breakdown", "bold"), "  " + _window_line(doc["window"])))
     dl = doc["data_loading"]
     if dl["by_name"]:
         t = Table(title="Data loading (reported apart, excluded from step time)", title_justify="left")
@@ -81,7 +85,7 @@ def render_host_breakdown(doc: dict[str, Any], console: Console) -> None:
             t.add_row(r["name"], f"{r['count']:,}", _us(r["time_us"]))
         console.print(_fit(t, console.width))
     for th in doc["threads"]:
-        title = f"thread {th['pid']}/{th['tid']}" + (f" “{th['name']}”" if th.get("name") else "")
+        title = f"thread {th['pid']}/{th['tid']}" + (f" “{clean(th['name'])}”" if th.get("name") else "")
         title += f": {_us(th['time_us'])} µs, busy {_us(th['busy_us'])} µs"
         t = Table(title=title, title_justify="left")
         t.add_column("entry", no_wrap=True, overflow="ellipsis", max_width=70)
@@ -95,7 +99,7 @@ def render_host_breakdown(doc: dict[str, Any], console: Console) -> None:
 
 def render_device_breakdown(doc: dict[str, Any], console: Console, top_ops: int = 20) -> None:
     """Print ``opgraph breakdown --device``: stream summary, per-stream trees, per-op table."""
-    console.print(f"[bold]Device breakdown[/bold]  {_window_line(doc['window'])}")
+    console.print(styled(("Device breakdown", "bold"), "  " + _window_line(doc["window"])))
     for d in doc.get("devices", []):
         span = d["span_us"] or 1
         console.print(f"device {d['device']}: span {_us(d['span_us'])} µs, busy (union) {_us(d['busy_us'])} µs "
@@ -107,7 +111,7 @@ def render_device_breakdown(doc: dict[str, Any], console: Console, top_ops: int 
     for s in doc["streams"]:
         t.add_row(str(s["device"]), str(s["stream"]), _us(s["span_us"]), _us(s["active_us"]), _pct(s["active_pct"]),
                   _us(s["idle_us"]), _pct(s["idle_pct"]), f"{s['activities']:,}", f"{s['kernels']:,}")
-    console.print(_fit(t, console.width))
+    print_table(console, _fit(t, console.width), NO_GPU)
     for s in doc["streams"]:
         t = Table(title=f"device {s['device']} stream {s['stream']}: device time {_us(s['device_us'])} µs "
                         f"(CPU op → kernel)", title_justify="left")
@@ -136,7 +140,7 @@ def _st(s: dict[str, Any] | None) -> tuple[str, str, str]:
 
 def render_overheads(doc: dict[str, Any], console: Console, top: int = 20) -> None:
     """Print ``opgraph overheads``: T1, T4 and the per-op T2/T3/T5/whole table."""
-    console.print(f"[bold]CPU overheads[/bold] (µs: mean / std / n)  {_window_line(doc['window'])}")
+    console.print(styled(("CPU overheads", "bold"), " (µs: mean / std / n)  " + _window_line(doc["window"])))
     p = doc["params"]
     t = Table(title="Op-independent", title_justify="left")
     for c in ("type", "key", "mean", "std", "n"):
@@ -191,7 +195,7 @@ def render_iterations(doc: dict[str, Any], console: Console) -> None:
 def render_summary(doc: dict[str, Any], console: Console) -> None:
     """Print ``opgraph summary``."""
     w = doc["window"]
-    console.print(f"[bold]Summary[/bold]  {_window_line(w)}")
+    console.print(styled(("Summary", "bold"), "  " + _window_line(w)))
     if doc["steps"]:
         line = f"steps {doc['steps']}, step time {_us(doc['step_time_us'])} µs"
         if doc["qps"] is not None:
@@ -210,15 +214,18 @@ def render_summary(doc: dict[str, Any], console: Console) -> None:
             ("overlap", lambda d: f"{_us(d['overlap_us'])} ({_pct(d['overlap_pct'])} %)")]
     for label, fn in rows:
         t.add_row(label, *[fn(d) for d in doc["devices"]])
-    console.print(_fit(t, console.width))
-    console.print("busy = union of activity intervals; idle = span − busy; overlap = Σ stream active − busy")
+    if doc["devices"]:
+        console.print(_fit(t, console.width))
+        console.print("busy = union of activity intervals; idle = span − busy; overlap = Σ stream active − busy")
+    else:
+        console.print(f"GPU per device: {NO_GPU}")
     t = Table(title="Streams", title_justify="left")
     for c in ("device", "stream", "activities", "kernels", "active µs", "active %", "idle µs"):
         t.add_column(c, justify="right", no_wrap=True)
     for s in doc["streams"]:
         t.add_row(str(s["device"]), str(s["stream"]), f"{s['activities']:,}", f"{s['kernels']:,}", _us(s["active_us"]),
                   _pct(s["active_pct"]), _us(s["idle_us"]))
-    console.print(_fit(t, console.width))
+    print_table(console, _fit(t, console.width), NO_GPU)
 
 
 # --------------------------------------------------------------------------- CSV
@@ -270,13 +277,116 @@ def summary_frames(doc: dict[str, Any]) -> dict[str, pd.DataFrame]:
             "summary_streams": pd.DataFrame(doc["streams"])}
 
 
-def write_csv(frames: dict[str, pd.DataFrame], directory: str | Path, stem: str) -> list[Path]:
-    """Write each frame to ``<directory>/<stem>.<name>.csv``; return the paths."""
-    d = Path(directory)
-    d.mkdir(parents=True, exist_ok=True)
-    out = []
-    for name, df in frames.items():
-        p = d / f"{stem}.{name}.csv"
-        df.to_csv(p, index=False)
-        out.append(p)
+def info_frames(doc: dict[str, Any]) -> dict[str, pd.DataFrame]:
+    """Tables of an ``info`` document: counts by kind, devices, streams, threads, health
+    warnings and inferred dependencies."""
+    frames: dict[str, pd.DataFrame] = {}
+    for key in ("nodes_by_kind", "edges_by_kind", "events_by_kind"):
+        v = doc.get(key)
+        if isinstance(v, dict):
+            frames[key] = pd.DataFrame({"kind": list(v), "count": list(v.values())})
+    for key in ("devices", "streams", "threads", "health", "inferred_dependencies"):
+        v = doc.get(key)
+        if isinstance(v, list) and v and isinstance(v[0], dict):
+            frames[key] = pd.DataFrame(v)
+    return frames
+
+
+def predict_frames(doc: dict[str, Any]) -> dict[str, pd.DataFrame]:
+    """Tables of a ``predict`` document: ``steps`` (one row per window: measured and
+    predicted span, delta, GPU busy; µs) and ``steps_breakdown`` (per window and category,
+    measured and predicted µs on the critical path)."""
+    steps = doc.get("steps") or []
+    flat = pd.DataFrame([{k: v for k, v in s.items() if not isinstance(v, (dict, list))} for s in steps])
+    rows = []
+    for s in steps:
+        mb, pb = s.get("measured_breakdown_us") or {}, s.get("predicted_breakdown_us") or {}
+        for c in dict.fromkeys([*mb, *pb]):
+            rows.append({"name": s["name"], "category": c, "measured_us": mb.get(c), "predicted_us": pb.get(c)})
+    return {"steps": flat, "steps_breakdown": pd.DataFrame(rows, columns=["name", "category", "measured_us",
+                                                                           "predicted_us"])}
+
+
+def diff_frames(doc: dict[str, Any]) -> dict[str, pd.DataFrame]:
+    """Tables of a ``diff`` document: ``kernels`` and ``ops`` (one row per matched name)."""
+    return {k: pd.DataFrame(doc[k].get("rows") or []) for k in ("kernels", "ops") if isinstance(doc.get(k), dict)}
+
+
+def write_csv(frames: dict[str, pd.DataFrame], directory: str | Path, stem: str,
+              inputs: tuple[str | Path, ...] = ()) -> list[Path]:
+    """Write each frame to ``<directory>/<stem>.<name>.csv`` (the folder created, each file
+    whole or not at all, never over one of ``inputs``); return the paths."""
+    from opgraph.outfiles import check_output_path, write_atomic
+
+    paths = [check_output_path(Path(directory) / f"{stem}.{name}.csv", inputs) for name in frames]
+    for p, df in zip(paths, frames.values()):
+        write_atomic(p, spreadsheet_safe(df).to_csv(index=False).encode("utf-8"), inputs)
+    return paths
+
+
+#: First characters that make a spreadsheet evaluate a cell as a formula (CSV injection).
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with every text cell that a spreadsheet would evaluate (starting with ``=``,
+    ``+``, ``-``, ``@``, tab or CR) prefixed with ``'``; numbers are untouched."""
+    out = df.copy()
+    for c in out.columns:
+        if out[c].dtype == object or pd.api.types.is_string_dtype(out[c]):
+            out[c] = out[c].map(lambda v: "'" + v if isinstance(v, str) and v.startswith(FORMULA_START) else v)
+    return out
+
+
+def write_parquet(frames: dict[str, pd.DataFrame], directory: str | Path, stem: str,
+                  inputs: tuple[str | Path, ...] = ()) -> list[Path]:
+    """Write each frame to ``<directory>/<stem>.<name>.parquet`` (needs pyarrow:
+    ``pip install 'opgraph[parquet]'``); return the paths."""
+    from opgraph.errors import OpgraphInputError
+    from opgraph.outfiles import check_output_path, open_atomic
+
+    try:
+        import pyarrow  # noqa: F401
+    except ModuleNotFoundError:
+        raise OpgraphInputError(str(directory), "Parquet output needs pyarrow: pip install 'opgraph[parquet]'") from None
+    paths = [check_output_path(Path(directory) / f"{stem}.{name}.parquet", inputs) for name in frames]
+    for p, df in zip(paths, frames.values()):
+        with open_atomic(p, inputs) as fh:
+            _plain(df).to_parquet(fh, index=False)
+    return paths
+
+
+def write_xlsx(frames: dict[str, pd.DataFrame], path: str | Path, inputs: tuple[str | Path, ...] = ()) -> Path:
+    """Write the frames to one Excel workbook at ``path``, one sheet per table (names cut to
+    Excel's 31 characters), text that a spreadsheet would evaluate made literal (needs
+    openpyxl: ``pip install 'opgraph[excel]'``)."""
+    from opgraph.errors import OpgraphInputError
+    from opgraph.outfiles import open_atomic
+
+    try:
+        import openpyxl  # noqa: F401
+    except ModuleNotFoundError:
+        raise OpgraphInputError(str(path), "Excel output needs openpyxl: pip install 'opgraph[excel]'") from None
+    names: dict[str, int] = {}
+    with open_atomic(path, inputs) as fh:
+        with pd.ExcelWriter(fh, engine="openpyxl") as xw:
+            for name, df in frames.items():
+                sheet = name[:31]
+                if sheet in names:
+                    names[sheet] += 1
+                    sheet = f"{name[:27]}_{names[sheet]}"
+                names.setdefault(sheet, 0)
+                spreadsheet_safe(_plain(df)).to_excel(xw, sheet_name=sheet, index=False)
+    return Path(path)
+
+
+def _plain(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with dict/list cells as JSON text (Parquet and Excel take scalars only)."""
+    import orjson
+
+    out = df.copy()
+    for c in out.columns:
+        if out[c].dtype == object and out[c].map(lambda v: isinstance(v, (dict, list, tuple))).any():
+            out[c] = out[c].map(lambda v: orjson.dumps(v, option=orjson.OPT_NON_STR_KEYS).decode()
+                                if isinstance(v, (dict, list, tuple)) else v)
     return out

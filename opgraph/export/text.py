@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
+
+from opgraph.export.console import NO_GPU, cell, print_table, styled
 
 
 def _kv_table(title: str, items: dict[str, Any], key: str = "kind", val: str = "count") -> Table:
@@ -14,15 +15,15 @@ def _kv_table(title: str, items: dict[str, Any], key: str = "kind", val: str = "
     t.add_column(key)
     t.add_column(val, justify="right")
     for k, v in items.items():
-        t.add_row(str(k), f"{v:,}" if isinstance(v, int) else str(v))
+        t.add_row(cell(k), f"{v:,}" if isinstance(v, int) else cell(v))
     return t
 
 
 def render_info(doc: dict[str, Any], console: Console) -> None:
     """Print ``opgraph info`` tables."""
     src = doc["source"]
-    console.print(f"[bold]{src.get('file')}[/bold]  format={src.get('format')}  "
-                  f"sha256={str(src.get('sha256'))[:12]}…  opgraph {doc.get('opgraph_version')}")
+    console.print(styled((cell(src.get("file")), "bold"), f"  format={cell(src.get('format'))}  "
+                         f"sha256={cell(src.get('sha256'))[:12]}…  opgraph {doc.get('opgraph_version')}"))
     span = doc["span"]
     console.print(f"events {doc['events']:,}   nodes {doc['nodes']:,}   edges {doc['edges']:,}   "
                   f"span {span['duration_us']:,.3f} µs")
@@ -36,7 +37,7 @@ def render_info(doc: dict[str, Any], console: Console) -> None:
         for c in ("id", "name", "memory GB", "SMs"):
             t.add_column(c)
         for d in doc["devices"]:
-            t.add_row(str(d["id"]), str(d["name"]), str(d["memory_gb"]), str(d["sms"]))
+            t.add_row(cell(d["id"]), cell(d["name"]), cell(d["memory_gb"]), cell(d["sms"]))
         console.print(t)
     if doc["streams"]:
         t = Table(title="Streams", title_justify="left")
@@ -50,7 +51,7 @@ def render_info(doc: dict[str, Any], console: Console) -> None:
         for c in ("pid", "tid", "name", "events"):
             t.add_column(c)
         for th in doc["threads"][:20]:
-            t.add_row(str(th["pid"]), str(th["tid"]), str(th["name"] or ""), f"{th['events']:,}")
+            t.add_row(cell(th["pid"]), cell(th["tid"]), cell(th["name"], ""), f"{th['events']:,}")
         if len(doc["threads"]) > 20:
             t.add_row("…", f"{len(doc['threads']) - 20} more", "", "")
         console.print(t)
@@ -59,7 +60,8 @@ def render_info(doc: dict[str, Any], console: Console) -> None:
     if "job" in doc:
         render_job(doc["job"], console)
     else:
-        console.print(f"rank {r.get('rank')} of {r.get('world_size')}   iterations found: {it['count']}"
+        rank = f"rank {r.get('rank')} of {cell(r.get('world_size'), '?')}   " if r.get("rank") is not None else ""
+        console.print(rank + f"iterations found: {it['count']}"
                       + (f" ({it['names'][0]} … {it['names'][-1]})" if it["count"] else ""))
     health = doc["health"]
     t = Table(title="Trace health", title_justify="left")
@@ -68,7 +70,7 @@ def render_info(doc: dict[str, Any], console: Console) -> None:
     t.add_column("example eid", justify="right")
     t.add_column("what it means")
     for h in health:
-        t.add_row(h["code"], f"{h['count']:,}", str(h["example_eid"]), h["message"])
+        t.add_row(h["code"], f"{h['count']:,}", cell(h["example_eid"]), h["message"])
     if not health:
         t.add_row("ok", "0", "", "no oddities found")
     console.print(t)
@@ -79,7 +81,7 @@ def render_info(doc: dict[str, Any], console: Console) -> None:
         ti.add_column("evidence")
         ti.add_column("count", justify="right")
         for r in inferred:
-            ti.add_row(r["kind"], escape(r["evidence"]), f"{r['count']:,}")
+            ti.add_row(r["kind"], r["evidence"], f"{r['count']:,}")
         console.print(ti)
 
 
@@ -92,7 +94,7 @@ def render_job(job: dict[str, Any], console: Console) -> None:
     for r in job["ranks"]:
         t.add_row(str(r["rank"]), r["rank_source"], "yes" if r["full"] else "summary", f"{r['node_offset']:,}",
                   f"{r['n_nodes']:,}", f"{r['clock_offset_us']:,.3f}", f"{r['residual_us']:,.3f}",
-                  str(r["collectives"]), str(r["file"]))
+                  str(r["collectives"]), cell(r["file"]))
     console.print(t)
     c = job["collectives"]
     console.print(f"collectives: {c['matched']} matched across ranks ({', '.join(c['match']) or '-'}), "
@@ -108,6 +110,10 @@ def render_job(job: dict[str, Any], console: Console) -> None:
         console.print(w)
 
 
+#: Why a blame table has no row.
+NO_BLAME = "none (no CPU-induced GPU idle)"
+
+
 def _pct_bar(pct: float, width: int = 20) -> str:
     n = int(round(pct / 100.0 * width))
     return "█" * n + "·" * (width - n)
@@ -119,7 +125,7 @@ def render_critical_path(res, console: Console, top: int = 8) -> None:
 
     for w in res.windows:
         console.print(path_breakdown_table(
-            f"{escape(w.name)}: span {w.span_ns / 1e3:,.1f} µs, critical path {w.length_ns / 1e3:,.1f} µs, "
+            f"{w.name}: span {w.span_ns / 1e3:,.1f} µs, critical path {w.length_ns / 1e3:,.1f} µs, "
             f"bound by {w.bound}", w.breakdown_ns, w.breakdown_pct, CATEGORIES))
         d = w.to_dict(with_path=False)
         print_confidence(d["inferred_us"], d["inferred_pct"], d["longest_wait"], console)
@@ -139,10 +145,8 @@ def print_confidence(inferred_us: float, inferred_pct: float, longest: dict[str,
     """How sure the path is: the time resting on inferred dependencies and the longest wait."""
     line = f"inferred dependencies carry {inferred_us:,.1f} µs ({inferred_pct:.1f} %) of the path"
     if longest:
-        where = escape(longest["lane"])
-        what = escape(longest["name"])
-        line += (f"; longest wait: {longest['bound_by']} {longest['dur_us']:,.1f} µs on {where} ({what})"
-                 + (escape(" [inferred]") if longest.get("inferred") else ""))
+        line += (f"; longest wait: {longest['bound_by']} {longest['dur_us']:,.1f} µs on {longest['lane']} "
+                 f"({longest['name']})" + (" [inferred]" if longest.get("inferred") else ""))
     console.print(line)
 
 
@@ -170,7 +174,7 @@ def print_top_on_path(w: Any, console: Console, top: int) -> None:
             tt.add_column("µs", justify="right")
             tt.add_column("%", justify="right")
             for r in rows:
-                tt.add_row(r["kind"], escape(str(r["name"])), f"{r['time_us']:,.1f}", f"{r['pct']:.1f}")
+                tt.add_row(r["kind"], cell(r["name"]), f"{r['time_us']:,.1f}", f"{r['pct']:.1f}")
             console.print(tt)
 
 
@@ -201,10 +205,10 @@ def render_idle(res, console: Console, top: int = 15) -> None:
         t.add_row(str(d.device), f"{x['span_us']:,.1f}", f"{x['busy_us']:,.1f}", f"{x['busy_pct']:.1f}",
                   f"{x['idle_us']:,.1f}", *(f"{x['causes_us'][c]:,.1f}" for c in CAUSES),
                   f"{d.gaps:,} ({d.cpu_induced_gaps:,})")
-    console.print(t)
+    print_table(console, t, NO_GPU)
     for d in res.devices:
         for k, v in list(d.device_wait_by_ns.items())[:5]:
-            console.print(f"GPU {d.device} device_wait {v / 1e3:,.1f} µs held by {escape(k)}")
+            console.print(f"GPU {d.device} device_wait {v / 1e3:,.1f} µs held by {k}")
     t = Table(title=f"Per stream: idle by cause, and HTA's categories (kernel wait < {res.kernel_wait_us:g} µs), µs",
               title_justify="left")
     for c in ("device", "stream", "busy", "idle") + tuple(c.replace("_", " ") for c in CAUSES) + (
@@ -215,7 +219,7 @@ def render_idle(res, console: Console, top: int = 15) -> None:
         t.add_row(str(s.device), str(s.stream), f"{x['busy_us']:,.1f}", f"{x['idle_us']:,.1f}",
                   *(f"{x['causes_us'][c]:,.1f}" for c in CAUSES),
                   f"{x['host_wait_us']:,.1f}", f"{x['kernel_wait_us']:,.1f}", f"{x['other_us']:,.1f}")
-    console.print(t)
+    print_table(console, t, NO_GPU)
     for level, title in (("leaf", "CPU-induced idle blamed on leaf CPU ops"),
                          ("top", "... rolled up to top-level ops")):
         b = res.blame(level)
@@ -226,10 +230,10 @@ def render_idle(res, console: Console, top: int = 15) -> None:
         t.add_column("µs", justify="right")
         t.add_column("share %", justify="right")
         for r in b.head(top).itertuples():
-            t.add_row(str(r.kind), escape(str(r.name)), f"{r.count:,}", f"{r.blame_ns / 1e3:,.1f}",
+            t.add_row(cell(r.kind), cell(r.name), f"{r.count:,}", f"{r.blame_ns / 1e3:,.1f}",
                       f"{100 * r.share:.1f}")
         if len(b) > top:
             rest = b.iloc[top:]
             t.add_row("", f"… {len(rest)} more", "", f"{rest['blame_ns'].sum() / 1e3:,.1f}",
                       f"{100 * rest['share'].sum():.1f}")
-        console.print(t)
+        print_table(console, t, NO_BLAME)

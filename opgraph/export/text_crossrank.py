@@ -8,13 +8,14 @@ from rich.table import Table
 
 from opgraph.analysis.crossrank import CROSS_CATEGORIES, CrossRankResult
 from opgraph.analysis.stragglers import StragglerReport
+from opgraph.export.console import cell, styled
 from opgraph.export.text import path_breakdown_table, path_summary_table, print_top_on_path
 
 
 def render_crossrank_path(res: CrossRankResult, console: Console, top: int = 8) -> None:
     """One table per step (breakdown, per-rank share, crossings, comm waits) plus a summary."""
     for note in res.notes:
-        console.print(f"[yellow]note:[/yellow] {note}")
+        console.print(styled(("note:", "yellow"), f" {note}"))
     for w in res.steps:
         ranks = " → ".join(str(r) for r in w.ranks_on_path) or "-"
         console.print(path_breakdown_table(
@@ -79,7 +80,7 @@ def render_stragglers(rep: StragglerReport, console: Console, top: int = 15) -> 
     for c in ("coll_id", "collective", "pg", "seq", "step", "ranks", "last rank", "lateness µs", "skew µs"):
         t.add_column(c, justify="right")
     for c in d["by_collective"]:
-        t.add_row(str(c["coll_id"]), c["coll"], c["pg"] or "-", str(c["seq"]) if c["seq"] >= 0 else "-",
+        t.add_row(str(c["coll_id"]), cell(c["coll"]), cell(c["pg"] or None), str(c["seq"]) if c["seq"] >= 0 else "-",
                   str(c["step"]), str(c["ranks"]), str(c["last_rank"]), f"{c['lateness_us']:,.1f}",
                   f"{c['skew_us']:,.1f}")
     console.print(t)

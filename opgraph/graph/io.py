@@ -23,6 +23,7 @@ import pandas as pd
 
 from opgraph.errors import OpgraphInputError
 from opgraph.ingest.table import ALL_KINDS
+from opgraph.outfiles import open_atomic, write_atomic
 
 GRAPH_SUFFIXES = (".gpickle", ".json.gz", ".json")
 _NODE_KEYS = ("kind", "name", "ts", "dur", "pid", "tid", "device", "stream", "correlation",
@@ -150,6 +151,15 @@ class _GraphPickler(pickle.Pickler):
             payload = _columnar(obj)
             if payload is not None:
                 return _rebuild_digraph, (payload,)
+        dt = getattr(obj, "dtype", None)
+        if (isinstance(obj, pd.api.extensions.ExtensionArray) and isinstance(dt, pd.StringDtype)
+                and dt.storage == "pyarrow"):
+            # pandas' default string dtype is pyarrow-backed when pyarrow is installed; its
+            # pickle references pyarrow internals that the safe loader refuses. Store the
+            # strings as an object array rebuilt with the loading side's default storage
+            # ("str": NaN semantics, "string": pd.NA semantics).
+            alias = "str" if isinstance(getattr(dt, "na_value", None), float) else "string"
+            return pd.array, (obj.to_numpy(dtype=object, na_value=None), alias)
         return NotImplemented
 
 
@@ -164,7 +174,8 @@ ALLOWED_GLOBALS = frozenset({
     ("numpy._core.numeric", "_frombuffer"), ("numpy.core.numeric", "_frombuffer"),
     ("pandas", "Categorical"), ("pandas", "CategoricalDtype"), ("pandas", "DataFrame"),
     ("pandas", "Index"), ("pandas", "RangeIndex"), ("pandas", "StringDtype"),
-    ("pandas.arrays", "StringArray"), ("pandas.core.frame", "DataFrame"),
+    ("pandas.arrays", "StringArray"), ("pandas.core.frame", "DataFrame"), ("pandas", "NA"),
+    ("pandas", "array"),
     ("pandas._libs.arrays", "__pyx_unpickle_NDArrayBacked"),
     ("pandas._libs.internals", "_unpickle_block"),
     ("pandas.core.indexes.base", "_new_Index"),
@@ -194,16 +205,17 @@ def check_writable(path: str | Path) -> None:
         raise OpgraphInputError(str(p), f"cannot write: directory {str(p.parent)!r} does not exist")
 
 
-def save_gpickle(G: "nx.DiGraph | GraphPayload", path: str | Path) -> None:
+def save_gpickle(G: "nx.DiGraph | GraphPayload", path: str | Path, inputs: tuple = ()) -> None:
     """Write ``G`` (a graph, or a :class:`GraphPayload` standing for one) as a pickle
-    (protocol 5)."""
+    (protocol 5), atomically (:func:`opgraph.outfiles.open_atomic`: a killed or failed save
+    leaves the previous file intact); ``inputs`` are files it must not overwrite."""
     import gc
 
     check_writable(path)
     was = gc.isenabled()
     gc.disable()
     try:
-        with open(path, "wb") as fh:
+        with open_atomic(path, inputs) as fh:
             _GraphPickler(fh, protocol=5).dump(G)
     except OSError as e:
         raise OpgraphInputError(str(path), f"cannot write: {e.strerror or e}") from None
@@ -227,8 +239,9 @@ def load_gpickle(path: str | Path) -> nx.DiGraph:
 
     was = gc.isenabled()
     gc.disable()
+    bio = io.BytesIO(data)
     try:
-        G = SafeUnpickler(io.BytesIO(data)).load()
+        G = SafeUnpickler(bio).load()
     except pickle.UnpicklingError as e:
         raise OpgraphInputError(p, f"unsafe or corrupt pickle: {e}") from None
     except (EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError, ImportError) as e:
@@ -236,6 +249,10 @@ def load_gpickle(path: str | Path) -> nx.DiGraph:
     finally:
         if was:
             gc.enable()
+    if bio.tell() != len(data):
+        # e.g. two writers interleaved, or junk appended: the pickle read so far is not the file
+        raise OpgraphInputError(p, f"corrupt pickle: {len(data) - bio.tell()} bytes after the end of the "
+                                   f"pickle (at byte {bio.tell()} of {len(data)})")
     if not isinstance(G, nx.DiGraph):
         raise OpgraphInputError(p, f"pickle holds a {type(G).__name__}, not a networkx DiGraph")
     return G
@@ -361,13 +378,14 @@ def _json_default(o: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
-def save_node_link(G: nx.DiGraph, path: str | Path) -> None:
-    """Write node-link JSON, gzip-compressed when the name ends in ``.gz``."""
+def save_node_link(G: nx.DiGraph, path: str | Path, inputs: tuple = ()) -> None:
+    """Write node-link JSON, gzip-compressed when the name ends in ``.gz``, atomically
+    (:func:`opgraph.outfiles.write_atomic`); ``inputs`` are files it must not overwrite."""
     data = orjson.dumps(to_node_link(G), default=_json_default,
                         option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY)
     if str(path).endswith(".gz"):
         data = gzip.compress(data, compresslevel=6)
-    Path(path).write_bytes(data)
+    write_atomic(path, data, inputs)
 
 
 def load_node_link(path: str | Path) -> nx.DiGraph:
@@ -375,14 +393,15 @@ def load_node_link(path: str | Path) -> nx.DiGraph:
     return load_any(path)
 
 
-def save_graph(G: nx.DiGraph, path: str | Path) -> None:
-    """Save by extension: ``.gpickle`` or node-link ``.json[.gz]``."""
+def save_graph(G: nx.DiGraph, path: str | Path, inputs: tuple = ()) -> None:
+    """Save by extension: ``.gpickle`` or node-link ``.json[.gz]`` (atomically; never over
+    one of ``inputs``)."""
     s = str(path)
     check_writable(s)
     if s.endswith(".gpickle"):
-        save_gpickle(G, path)
+        save_gpickle(G, path, inputs)
     elif s.endswith(".json.gz") or s.endswith(".json"):
-        save_node_link(G, path)
+        save_node_link(G, path, inputs)
     else:
         raise OpgraphInputError(s, "unknown output type: use .gpickle, .json.gz or .json")
 

@@ -24,7 +24,7 @@ import orjson
 from opgraph.errors import OpgraphInputError
 from opgraph.ingest.kineto import parse_json, read_kineto
 from opgraph.ingest.source import SQLITE_MAGIC, SourceBytes, read_source
-from opgraph.ingest.table import EventTable, HealthItem
+from opgraph.ingest.table import EventTable, HealthItem, check_times
 
 __all__ = ["read_trace", "read_trace_doc", "detect_format", "parse_trace_doc", "TextDoc", "EventTable",
            "HealthItem", "FORMATS"]
@@ -153,6 +153,12 @@ def read_trace(path: str | Path, format: str | None = None) -> EventTable:
     return read_trace_doc(src, doc, format)
 
 
+def _checked(table: EventTable, path: str) -> EventTable:
+    """``table`` after the time checks every reader's output gets (:func:`check_times`)."""
+    check_times(table, path)
+    return table
+
+
 def read_trace_doc(src: SourceBytes, doc: Any, format: str | None = None) -> EventTable:
     """Like :func:`read_trace` for bytes already read (and JSON already decoded, or None)."""
     is_sqlite = src.data.startswith(SQLITE_MAGIC)
@@ -172,24 +178,24 @@ def read_trace_doc(src: SourceBytes, doc: Any, format: str | None = None) -> Eve
         return read_kineto(src.path, src=src, doc=doc)
     if fmt == "nsys-sqlite":
         from opgraph.ingest.nsys_sqlite import read_nsys_sqlite
-        return read_nsys_sqlite(src)
+        return _checked(read_nsys_sqlite(src), src.path)
     if fmt == "nsys-json":
         from opgraph.ingest.nsys_json import read_nsys_json
-        return read_nsys_json(src, doc)
+        return _checked(read_nsys_json(src, doc), src.path)
     if fmt == "nsys-csv":
         from opgraph.ingest.nsys_csv import read_nsys_csv
-        return read_nsys_csv(src)
+        return _checked(read_nsys_csv(src), src.path)
     if isinstance(doc, TextDoc):
         raise OpgraphInputError(src.path, f"--format {fmt}: the file is {doc.format}, not a JSON document")
     if fmt == "dvdt":
         from opgraph.ingest.dvdt import read_dvdt
-        return read_dvdt(src, doc)
+        return _checked(read_dvdt(src, doc), src.path)
     if fmt == "clintercept":
         from opgraph.ingest.clintercept import read_clintercept
-        return read_clintercept(src, doc)
+        return _checked(read_clintercept(src, doc), src.path)
     if fmt == "pytorch-et":
         from opgraph.ingest.et import read_et
-        return read_et(src, doc)
+        return _checked(read_et(src, doc), src.path)
     if fmt == "opgraph-graph":
         raise OpgraphInputError(src.path, "a saved opgraph graph, not a trace: load it with opgraph.graph.io.load_any")
     if isinstance(doc, dict):

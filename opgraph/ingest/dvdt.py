@@ -79,7 +79,14 @@ def _records_of(path: str, doc: Any) -> list[tuple[int, list[dict]]]:
 def _iso_ns(values: list[str], path: str, base: int) -> np.ndarray:
     """ISO-8601 wall-clock strings (no time zone, µs) -> int64 ns (read as UTC)."""
     try:
-        return np.array(values, dtype="datetime64[us]").astype(np.int64) * 1000
+        us = np.array(values, dtype="datetime64[us]").astype(np.int64)
+        # NaT, or beyond int64 ns (years before 1678 or after 2261)
+        bad = (us == np.iinfo(np.int64).min) | (np.abs(us) >= 9_223_372_036_854_775)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise OpgraphInputError(path, f"timestamp {values[i]!r:.40} is out of range (it does not fit int64 "
+                                          "nanoseconds: years 1678 to 2261)", event_index=base + i)
+        return us * 1000
     except (ValueError, TypeError):
         for i, v in enumerate(values):
             try:

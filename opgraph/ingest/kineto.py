@@ -24,7 +24,7 @@ import pandas as pd
 from opgraph.errors import OpgraphInputError
 from opgraph.ingest.source import SourceBytes, read_source
 from opgraph.ingest.steps import STEP_RE
-from opgraph.ingest.table import NONE_ID, EventTable
+from opgraph.ingest.table import NONE_ID, EventTable, check_times
 
 #: Category -> canonical kind for complete (``X``) events.
 CATEGORY_KIND: dict[str, str] = {
@@ -54,6 +54,9 @@ MTIA_DEVICE_RECORDS = frozenset({"synchronize"})
 _KNOWN_NON_NODE_CATS = {"cuda_profiler_range", "overhead", "Trace", "cuda_sync"}
 _FLOW_PH = {"s": "flow_start", "t": "flow_end", "f": "flow_end"}
 _INSTANT_PH = {"i", "I", "n", "R"}
+#: Phases the reader understands; any other is kept (kind ``other``) with an ``unknown_phase``
+#: warning. ``B``/``E`` (duration begin/end) are paired per thread into complete spans.
+KNOWN_PH = frozenset({"X", "B", "E", "M", "C"} | set(_FLOW_PH) | _INSTANT_PH)
 _STANDARD_KEYS = frozenset({"ph", "cat", "name", "pid", "tid", "ts", "dur", "args", "id", "bp"})
 _STREAM_TID_RE = re.compile(r"^stream\s+(\d+)")
 _TS_TEXT_RE = re.compile(rb'"ts"\s*:\s*(-?[0-9][0-9.eE+-]*)')
@@ -124,6 +127,7 @@ def read_kineto(path: str, src: SourceBytes | None = None, doc: Any = None) -> E
     if isinstance(rank, int):
         table.events["rank"] = np.int64(rank)
     _post_checks(table)
+    check_times(table, src.path)
     return table
 
 
@@ -373,6 +377,10 @@ def events_to_table(src: SourceBytes, events: list) -> EventTable:
     ph_codes, ph_uniques = pd.factorize(np.asarray(ph, dtype=object))
     ph_u = list(ph_uniques)
     is_x = ph_codes == (ph_u.index("X") if "X" in ph_u else -2)
+    is_b = ph_codes == (ph_u.index("B") if "B" in ph_u else -2)
+    is_e = ph_codes == (ph_u.index("E") if "E" in ph_u else -2)
+    has_be = bool(is_b.any() or is_e.any())
+    is_span = (is_x | is_b) if has_be else is_x
     needs_ts = ph_codes != (ph_u.index("M") if "M" in ph_u else -2)
     ts_types = set(map(type, ts))
     ts_none = _check_types(path, ts, "ts", (int, float), needs_ts)
@@ -412,9 +420,12 @@ def events_to_table(src: SourceBytes, events: list) -> EventTable:
     cat_list = [None] + list(cat_uniques)
     pair_kind = []
     unknown_pairs = []
+    unknown_ph_pairs = []
     for j, pc in enumerate(pair_u.tolist()):
         p, c = ph_u[pc // n_cat], cat_list[pc % n_cat]
-        if p == "X":
+        if p not in KNOWN_PH:
+            unknown_ph_pairs.append(j)
+        if p == "X" or p == "B":
             k = CATEGORY_KIND.get(c)
             if k is None:
                 k = "other"
@@ -445,7 +456,7 @@ def events_to_table(src: SourceBytes, events: list) -> EventTable:
     # --- linking keys, read only where a kind can carry them ---
     dev_rows = np.flatnonzero(np.isin(kind, ["kernel", "memcpy", "memset", "gpu_annotation", "cuda_sync"]))
     corr_rows = np.flatnonzero(np.isin(kind, ["kernel", "memcpy", "memset", "cuda_sync", "runtime", "other"]))
-    x_rows = np.flatnonzero(is_x)
+    x_rows = np.flatnonzero(is_span)
     op_rows = np.flatnonzero(np.isin(kind, ["cpu_op", "annotation"]))
     correlation = _int_arg(args_arr, corr_rows, n, "correlation")
     external_id = _int_arg(args_arr, x_rows, n, "External id", "external id")
@@ -475,6 +486,10 @@ def events_to_table(src: SourceBytes, events: list) -> EventTable:
         pv = pid_u[pid_codes_n[i]] if pid_codes_n[i] >= 0 else None
         if type(pv) is int:
             device[i] = pv
+    be_unmatched = None
+    if has_be:
+        lane = pid_codes_n.astype(np.int64) * (len(tid_u) + 1) + tid_codes_n
+        be_unmatched = _pair_begin_end(path, ts_ns, dur_ns, is_b & has_ts, is_e & has_ts, lane)
 
     # Keys beyond the canonical ones are kept per event for lossless re-export.
     extra = np.full(n, None, dtype=object)
@@ -534,6 +549,17 @@ def events_to_table(src: SourceBytes, events: list) -> EventTable:
         table.warn("ts_precision", int(has_ts.sum()), 0,
                    "fractional timestamps could not be read from the file's text; they were rounded "
                    "from float64 values (up to ±0.25 µs off at epoch scale)")
+    if be_unmatched is not None:
+        (nb, fb), (ne, fe) = be_unmatched
+        table.warn("unmatched_begin_end", nb + ne, fb if fb is not None else fe,
+                   f"duration events without their pair on the thread: {nb} 'B' without an 'E' "
+                   f"and {ne} 'E' without a 'B' (kept, but not graph nodes)")
+    if unknown_ph_pairs:
+        um = np.isin(pair_inv, unknown_ph_pairs)
+        vc = pd.Series(np.asarray(ph, dtype=object)[um]).map(repr).value_counts()
+        table.warn("unknown_phase", int(um.sum()), int(np.flatnonzero(um)[0]),
+                   "events with a phase ('ph') opgraph does not read, kept as 'other' (not graph nodes): "
+                   + ", ".join(f"{k} ({v})" for k, v in vc.head(5).items()))
     if unknown_pairs:
         um = np.isin(pair_inv, unknown_pairs)
         um &= ~np.isin(np.asarray(cat, dtype=object), list(_KNOWN_NON_NODE_CATS))
@@ -543,6 +569,45 @@ def events_to_table(src: SourceBytes, events: list) -> EventTable:
                        "complete events with unknown categories kept as 'other' (not graph nodes): "
                        + ", ".join(f"{k} ({v})" for k, v in vc.head(5).items()))
     return table
+
+
+def _pair_begin_end(path: str, ts_ns: np.ndarray, dur_ns: np.ndarray, is_b: np.ndarray, is_e: np.ndarray,
+                    lane: np.ndarray) -> tuple[tuple[int, int | None], tuple[int, int | None]]:
+    """Pair Chrome ``B``/``E`` duration events into complete spans, in place: each ``B`` gets
+    the ``dur_ns`` up to its ``E`` (the ``E`` keeps no duration and is not a node). Pairs
+    are matched per thread (``lane``) with a stack, in time order (file order on ties):
+    one sort and one linear pass over the B/E events only. Returns ((unmatched B count,
+    first such event), (unmatched E count, first such event))."""
+    rows = np.flatnonzero(is_b | is_e)
+    dur_ns[is_b] = -1  # a 'B' has the duration of its pair, or none
+    order = rows[np.lexsort((rows, ts_ns[rows], lane[rows]))]
+    lanes = lane[order].tolist()
+    begins = is_b[order].tolist()
+    ts_l = ts_ns[order].tolist()
+    rows_l = order.tolist()
+    stack: list[int] = []
+    cur = None
+    lone_b: list[int] = []
+    lone_e: list[int] = []
+    limit = int(np.iinfo(np.int64).max)
+    for k, (ln, isb, r) in enumerate(zip(lanes, begins, rows_l)):
+        if ln != cur:
+            lone_b.extend(rows_l[j] for j in stack)
+            stack = []
+            cur = ln
+        if isb:
+            stack.append(k)
+        elif stack:
+            j = stack.pop()
+            d = ts_l[k] - ts_l[j]
+            if d > limit:
+                raise _bad(path, rows_l[j], "'B' event and its 'E' are further apart than int64 nanoseconds "
+                                            "can hold (about 292 years)")
+            dur_ns[rows_l[j]] = d
+        else:
+            lone_e.append(r)
+    lone_b.extend(rows_l[j] for j in stack)
+    return ((len(lone_b), min(lone_b) if lone_b else None), (len(lone_e), min(lone_e) if lone_e else None))
 
 
 def _mtia_kinds(kind: np.ndarray, cat_codes: np.ndarray, cat_uniques: list, name_codes: np.ndarray,

@@ -38,6 +38,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
+from opgraph.errors import OpgraphInputError
 from opgraph.ingest.canon import combine_corr, make_table
 from opgraph.ingest.table import NONE_ID, EventTable
 
@@ -139,8 +140,9 @@ def short_copy_label(label: str) -> str:
     return _COPY_LABEL.get(label, label)
 
 
-def assemble(data: NsysData) -> EventTable:
-    """The canonical table of an nsys export (see the module docstring)."""
+def assemble(data: NsysData, path: str | None = None) -> EventTable:
+    """The canonical table of an nsys export (see the module docstring); ``path`` names
+    the file in errors."""
     strings = data.strings
     sget = strings.get
     parts: list[dict[str, Any]] = []
@@ -273,7 +275,14 @@ def assemble(data: NsysData) -> EventTable:
     ts = col("ts", np.int64)
     end = col("end", np.int64)
     open_end = end < ts
-    dur = np.where(open_end, 0, end - ts)
+    with np.errstate(over="ignore"):
+        dur = np.where(open_end, 0, end - ts)
+    wrapped = dur < 0  # end - start beyond int64 ns: the subtraction wrapped
+    if wrapped.any():
+        i = int(np.flatnonzero(wrapped)[0])
+        raise OpgraphInputError(path, f"{col('kind', object)[i]} record from start {int(ts[i])} to end "
+                                      f"{int(end[i])} ns lasts longer than int64 nanoseconds can hold "
+                                      "(about 292 years)", event_index=i)
     proc = col("proc", np.int64)
     pcode, _ = pd.factorize(proc)
     corr = combine_corr(pcode, col("corr_raw", np.int64))

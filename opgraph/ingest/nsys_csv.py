@@ -38,6 +38,8 @@ def _int(v: str, path: str, row: int, col: str) -> int:
             f = float(v)
         except ValueError:
             raise OpgraphInputError(path, f"column {col!r}: {v!r} is not a number", event_index=row) from None
+        if f != f or f in (float("inf"), float("-inf")):
+            raise OpgraphInputError(path, f"column {col!r}: {v!r} is not a finite number", event_index=row)
         return int(round(f))
 
 
@@ -67,6 +69,9 @@ def read_nsys_csv(src: SourceBytes) -> EventTable:
         end = _int(row[ix["End (ns)"]], path, r, "End (ns)")
         if end < start:
             raise OpgraphInputError(path, f"range ends before it starts ({end} < {start})", event_index=r)
+        if start < -(2**63) or end >= 2**63 or end - start >= 2**63:
+            raise OpgraphInputError(path, f"range {start}..{end} ns does not fit int64 nanoseconds "
+                                          "(about 292 years)", event_index=r)
         ts.append(start)
         dur.append(end - start)
         names.append(row[ix["Name"]])

@@ -188,7 +188,7 @@ def read_nsys_json(src: SourceBytes, doc: Any = None) -> EventTable:
                                   ("CudaEvent memset", data.memset), ("CudaEvent sync", data.sync),
                                   ("NvtxEvent", data.nvtx), ("ThreadName", data.thread_names)) if not c]
     data.trace_metadata = {"nsys_json_skipped": skipped, "lines": len(recs)}
-    table = assemble(data)
+    table = assemble(data, path)
     table.meta.update({"file": path, "sha256": src.sha256})
     return table
 

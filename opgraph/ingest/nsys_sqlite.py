@@ -136,7 +136,7 @@ def read_nsys_sqlite(src: SourceBytes) -> EventTable:
         data = _collect(db)
     finally:
         db.con.close()
-    table = assemble(data)
+    table = assemble(data, src.path)
     table.meta.update({"file": src.path, "sha256": src.sha256})
     return table
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 #: Event kinds that become graph nodes.
@@ -63,3 +64,61 @@ class EventTable:
 
     def __len__(self) -> int:
         return len(self.events)
+
+
+#: Largest int64 (ns): ``ts + dur`` of every event must stay at or below it (~292 years).
+INT64_MAX = int(np.iinfo(np.int64).max)
+#: Events farther than this from the trace's median time get a ``far_timestamps`` warning.
+FAR_NS = 86_400 * 10**9
+
+
+def _far_text(ns: float) -> str:
+    days = ns / 86_400e9
+    return f"{days / 365.25:,.0f} years" if days >= 365.25 else f"{days:,.1f} days"
+
+
+def check_times(table: EventTable, path: str | None) -> None:
+    """Checks of the times of a reader's table (every format; vectorised).
+
+    Refuses (one-line :class:`~opgraph.errors.OpgraphInputError`) an event whose end
+    ``ts + dur`` does not fit int64 nanoseconds, and a trace whose events span more than
+    int64 nanoseconds (the span would wrap). Warns (``far_timestamps``) about events more
+    than a day away from the median time of the trace (``ts`` 0, negative or near the
+    int64 limit next to an epoch-stamped trace), since every span and idle figure then
+    includes those centuries."""
+    from opgraph.errors import OpgraphInputError
+
+    ev = table.events
+    if ev.empty:
+        return
+    ts = ev["ts_ns"].to_numpy(dtype=np.int64)
+    dur = ev["dur_ns"].to_numpy(dtype=np.int64)
+    eid = ev["eid"].to_numpy(dtype=np.int64)
+    timed = ev["has_ts"].to_numpy(dtype=bool) if "has_ts" in ev else np.ones(len(ev), dtype=bool)
+    pos = np.maximum(dur, 0)
+    over = timed & (ts > INT64_MAX - pos)
+    if over.any():
+        i = int(np.flatnonzero(over)[0])
+        raise OpgraphInputError(path, f"ts + dur = {int(ts[i]) / 1000:.17g} + {int(dur[i]) / 1000:.17g} µs ends "
+                                      "past the int64-nanosecond range (about 292 years); the end would wrap",
+                                event_index=int(eid[i]))
+    idx = np.flatnonzero(timed & (ev["kind"] != "meta").to_numpy(dtype=bool))
+    if not len(idx):
+        return
+    t = ts[idx]
+    e = t + pos[idx]
+    lo_i, hi_i = int(np.argmin(t)), int(np.argmax(e))
+    if int(e[hi_i]) - int(t[lo_i]) > INT64_MAX:
+        med = float(np.median(t))
+        far_i = lo_i if med - float(t[lo_i]) >= float(e[hi_i]) - med else hi_i
+        raise OpgraphInputError(path, f"the events span {(int(e[hi_i]) - int(t[lo_i])) / 1000:.4g} µs, more than "
+                                      "int64 nanoseconds can hold (about 292 years); this event is the farthest "
+                                      "from the others", event_index=int(eid[idx[far_i]]))
+    med = float(np.median(t))
+    dist = np.maximum(np.abs(t.astype(np.float64) - med), np.abs(e.astype(np.float64) - med))
+    far = dist > FAR_NS
+    if far.any():
+        j = int(np.argmax(dist))
+        table.warn("far_timestamps", int(far.sum()), int(eid[idx[j]]),
+                   f"events more than 1 day from the trace's median time (the farthest {_far_text(float(dist[j]))} "
+                   "away): spans and idle times include them; check their ts/dur")

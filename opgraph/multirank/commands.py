@@ -85,8 +85,9 @@ def summary_command(inputs: list[str], workers: int | None, scheduler: str | Non
         from opgraph.cli import emit_json
         emit_json(doc, "multirank-summary.schema.json")
         return
-    from rich.console import Console
     from rich.table import Table
+
+    from opgraph.cli import _console
 
     t = Table(title=f"{len(doc['ranks'])} ranks (clock offsets relative to rank {doc['reference_rank']})",
               title_justify="left")
@@ -99,8 +100,8 @@ def summary_command(inputs: list[str], workers: int | None, scheduler: str | Non
                   str(r["steps"]), "-" if r["step_time_us"] is None else f"{r['step_time_us']:,.1f}",
                   f"{r['gpu_busy_us']:,.1f}", f"{r['gpu_busy_pct']:.1f}", f"{r['gpu_idle_us']:,.1f}",
                   f"{r['comm_busy_us']:,.1f}", str(r["collectives"]), f"{r['clock_offset_us']:,.3f}",
-                  f"{r['residual_us']:,.3f}", os.path.basename(r["file"]))
-    con = Console()
+                  f"{r['residual_us']:,.3f}", os.path.basename(str(r["file"])))
+    con = _console()
     con.print(t)
     c = doc["collectives"]
     con.print(f"collectives: {c['matched']} matched across ranks, {c['unmatched_kernels']} kernels unmatched"

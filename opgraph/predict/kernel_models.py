@@ -588,12 +588,14 @@ def read_json_file(path: str, schema: str, what: str) -> dict[str, Any]:
     return doc
 
 
-def write_json_file(doc: Mapping[str, Any], path: str, schema: str) -> None:
-    """Validate ``doc`` against ``schemas/<schema>`` and write it (indented JSON)."""
+def write_json_file(doc: Mapping[str, Any], path: str, schema: str, inputs: tuple = ()) -> None:
+    """Validate ``doc`` against ``schemas/<schema>`` and write it (indented JSON), atomically
+    (:func:`opgraph.outfiles.write_atomic`); ``inputs`` are files it must not overwrite."""
+    from opgraph.outfiles import write_atomic
     from opgraph.schemas_util import validate
 
     validate(doc, schema)
-    Path(path).write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY))
+    write_atomic(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY), inputs)
 
 
 def load_lookup(path: str) -> KernelLookup:

@@ -43,6 +43,9 @@ from opgraph.predict.replay import NEVER, ROLES, R, BoundaryModel
 #: Roles whose lag is a latency (replaced by ``typical_latencies``).
 LATENCY_ROLES = ("launch", "stream", "evwait", "sync", "blockcopy", "queue", "handoff_start", "handoff_resume")
 
+#: Predicted times must stay below this (ns, ~146 years; :data:`NEVER` is its negative):
+#: a what-if whose timeline could pass it is refused rather than wrapped.
+MAX_PREDICTED_NS = 1 << 62
 _UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 _DUR_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(ns|us|µs|ms|s)\s*$")
 
@@ -93,6 +96,9 @@ def parse_duration(text: str, option: str) -> int:
     v = float(m.group(1)) * _UNITS[m.group(2)]
     if not math.isfinite(v) or v < 0:
         raise WhatIfError(option, f"duration {text!r} must be ≥ 0")
+    if v >= MAX_PREDICTED_NS:
+        raise WhatIfError(option, f"duration {text!r} is too large: predicted times must fit int64 "
+                                  f"nanoseconds (below {MAX_PREDICTED_NS / 1e9:.3g} s)")
     return int(round(v))
 
 
@@ -273,8 +279,35 @@ def apply(m: BoundaryModel, transforms: list[Transform], device_factors: np.ndar
         # a removed thread-first event still starts the thread at its measured time
         first_host = removed & is_host & ~m.has_in[0::2]
         start[2 * np.flatnonzero(first_host)] = m.t[2 * np.flatnonzero(first_host)]
+    _check_range(m, lag, start, transforms)
     out = np.where(lag <= NEVER // 2, NEVER, np.rint(lag)).astype(np.int64)
     return Applied(out, start, removed, kfac)
+
+
+def _check_range(m: BoundaryModel, lag: np.ndarray, start: np.ndarray, transforms: list[Transform]) -> None:
+    """Refuse (:class:`WhatIfError` naming the option) transforms after which a predicted
+    time could leave the int64-nanosecond range: every boundary time is at most the latest
+    start plus the sum of the positive lags, so that bound must stay below
+    :data:`MAX_PREDICTED_NS` (a what-if is exact or refused, never wrapped)."""
+    live = lag > NEVER // 2
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = float(np.sum(lag[live & (lag > 0)], dtype=np.float64))
+    t0 = start[start > NEVER // 2]
+    base = float(t0.max()) if len(t0) else 0.0
+    if math.isfinite(total) and base + total < MAX_PREDICTED_NS:
+        return
+    grow = [t for t in transforms if t.kind in ("scale_kernels", "scale_cpu") and t.factor and t.factor > 1]
+    if grow:
+        t = max(grow, key=lambda t: t.factor)
+        opt, what = "--" + t.kind.replace("_", "-"), f"factor {t.factor:g} ({t.pattern}={t.factor:g})"
+    elif any(t.kind == "launch_overhead" for t in transforms):
+        opt, what = "--launch-overhead", "this launch overhead"
+    elif any(t.kind == "device" for t in transforms):
+        opt, what = "--device", "re-timing for this device"
+    else:
+        opt, what = "predict", "this what-if"
+    raise WhatIfError(opt, f"{what} makes the predicted timeline exceed the int64-nanosecond range "
+                           f"(about {MAX_PREDICTED_NS / 1e9 / 86400 / 365.25:.0f} years); use a smaller value")
 
 
 # --------------------------------------------------------------------------- device

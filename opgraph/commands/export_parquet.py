@@ -1,0 +1,26 @@
+"""``opgraph export --parquet DIR``: the graph's node and edge tables as Parquet files
+(``nodes.parquet``, ``edges.parquet``) for DuckDB / pandas / Spark users
+(opgraph/export/graph_tables.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import networkx as nx
+
+from opgraph.commands.export import register_exporter
+from opgraph.errors import OpgraphInputError
+
+
+def _write(G: nx.DiGraph, path: str, opts: dict[str, Any]) -> str:
+    from opgraph.export.graph_tables import graph_tables, write_tables
+
+    try:
+        paths = write_tables(graph_tables(G), path, "parquet", inputs=(str(opts.get("input") or ""),))
+    except ModuleNotFoundError as e:
+        raise OpgraphInputError(path, str(e)) from None
+    return f"{path}: " + ", ".join(p.name for p in paths) + f" ({G.number_of_nodes()} nodes, {G.number_of_edges()} edges)"
+
+
+register_exporter("parquet", "--parquet", help="Folder for nodes.parquet and edges.parquet (needs pyarrow).",
+                  run=_write, run_job=_write, metavar="DIR")

@@ -1,0 +1,102 @@
+"""The graph as two tables, for SQL and dataframe users: ``nodes`` (one row per node: its
+id and every attribute; ``ts_ns``/``dur_ns`` in ns; ``args`` as JSON text) and ``edges``
+(``src``, ``dst``, ``kind`` and every edge attribute; dict/list values as JSON text).
+Written as Parquet (``opgraph export --parquet DIR``; the optional ``parquet`` extra) or
+CSV, so DuckDB, pandas or Spark can query the graph::
+
+    SELECT n.name, count(*) FROM 'edges.parquet' e JOIN 'nodes.parquet' n ON n.id = e.src
+    WHERE e.kind = 'launch' GROUP BY 1 ORDER BY 2 DESC
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+import numpy as np
+import orjson
+import pandas as pd
+
+from opgraph.outfiles import open_atomic
+
+#: Node columns in this order first; any other attribute follows.
+NODE_COLUMNS = ("id", "kind", "name", "ts_ns", "dur_ns", "pid", "tid", "device", "stream", "correlation",
+                "external_id", "rank")
+
+
+def _json_text(v: Any) -> Any:
+    if isinstance(v, (dict, list, tuple)):
+        return orjson.dumps(v, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS).decode()
+    return v
+
+
+def _column(values: list[Any]) -> pd.Series:
+    """One typed column: int64 / Int64 / boolean / Float64 where every value allows it,
+    JSON text for containers, else text."""
+    first = next((v for v in values if v is not None), None)
+    if type(first) is int or isinstance(first, np.integer):
+        try:
+            return pd.Series(np.array(values, dtype=np.int64))  # no None, all integers
+        except (TypeError, ValueError, OverflowError):
+            pass
+    if type(first) is str:
+        if all(type(v) is str for v in values):
+            return pd.Series(values, dtype=object)
+    s = pd.Series([_json_text(v) for v in values], dtype=object)
+    nonnull = s.dropna()
+    if len(nonnull) and all(isinstance(v, bool) for v in nonnull):
+        return s.astype("boolean")
+    if len(nonnull) and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in nonnull):
+        return s.astype("Int64")
+    if len(nonnull) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in nonnull):
+        return s.astype("Float64")
+    return s.map(lambda v: v if v is None or isinstance(v, str) else str(v)).astype(object)
+
+
+def graph_tables(G: nx.DiGraph) -> dict[str, pd.DataFrame]:
+    """``{"nodes": ..., "edges": ...}`` of ``G`` (module docstring)."""
+    nodes = list(G.nodes(data=True))
+    keys: dict[str, None] = {}
+    for _, d in nodes:
+        for k in d:
+            keys.setdefault(k, None)
+    cols: dict[str, pd.Series] = {"id": pd.Series([n for n, _ in nodes], dtype="int64")}
+    rename = {"ts": "ts_ns", "dur": "dur_ns"}
+    for k in keys:
+        cols[rename.get(k, k)] = _column([d.get(k) for _, d in nodes])
+    order = [c for c in NODE_COLUMNS if c in cols] + [c for c in cols if c not in NODE_COLUMNS]
+    node_df = pd.DataFrame({c: cols[c] for c in order})
+    edges = list(G.edges(data=True))
+    ekeys: dict[str, None] = {}
+    for _, _, d in edges:
+        for k in d:
+            ekeys.setdefault(k, None)
+    ecols: dict[str, pd.Series] = {"src": pd.Series([u for u, _, _ in edges], dtype="int64"),
+                                   "dst": pd.Series([v for _, v, _ in edges], dtype="int64")}
+    for k in ekeys:
+        ecols[k] = _column([d.get(k) for _, _, d in edges])
+    return {"nodes": node_df, "edges": pd.DataFrame(ecols)}
+
+
+def write_tables(tables: dict[str, pd.DataFrame], directory: str | Path, fmt: str = "parquet",
+                 inputs: tuple[str, ...] = ()) -> list[Path]:
+    """Write each table to ``directory/<name>.<fmt>`` (``parquet`` or ``csv``), each whole
+    or not at all; returns the paths. Parquet needs pyarrow (``pip install 'opgraph[parquet]'``)."""
+    if fmt not in ("parquet", "csv"):
+        raise ValueError(f"unknown table format {fmt!r}: parquet or csv")
+    if fmt == "parquet":
+        try:
+            import pyarrow  # noqa: F401
+        except ModuleNotFoundError:
+            raise ModuleNotFoundError("Parquet output needs pyarrow: pip install 'opgraph[parquet]'") from None
+    out = []
+    for name, df in tables.items():
+        p = Path(directory) / f"{name}.{fmt}"
+        with open_atomic(p, inputs) as fh:
+            if fmt == "parquet":
+                df.to_parquet(fh, index=False)
+            else:
+                fh.write(df.to_csv(index=False).encode("utf-8"))
+        out.append(p)
+    return out
