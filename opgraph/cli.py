@@ -17,6 +17,7 @@ import orjson
 
 from opgraph import __version__
 from opgraph.errors import OpgraphInputError
+from opgraph.table_options import TableFiles, table_file_options, write_frames
 
 
 def _fail(msg: str, code: int) -> None:
@@ -269,14 +270,20 @@ def _trim(path: str, table, spec: str, step_regex: str | None):
 @click.argument("input", type=str)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schemas/info.schema.json).")
 @click.option("--format", "fmt", default=None, help="Force the input format of a raw trace.")
-def info(input: str, as_json: bool, fmt: str | None) -> None:
+@table_file_options
+def info(input: str, as_json: bool, fmt: str | None, csv_dir: TableFiles | None) -> None:
     """Counts, devices, streams, threads, iterations, span and trace health of INPUT."""
     from opgraph.analysis.info import trace_info
 
     G = load_input(input, fmt, job_ok=True)
     doc = trace_info(G)
+    if csv_dir is not None:
+        from opgraph.export.tables import info_frames
+        write_frames(info_frames(doc), csv_dir, input)
     if as_json:
         emit_json(doc, "info.schema.json")
+        return
+    if csv_dir is not None:
         return
     from opgraph.export.text import render_info
     render_info(doc, _console())

@@ -19,6 +19,7 @@ COMMANDS = {  # command -> the tables it writes
     "summary": ["summary", "summary_devices", "summary_streams"], "critical-path": ["path", "breakdown"],
     "idle": ["devices", "streams", "blame_top", "blame_leaf", "gaps"], "report": ["report_kernel"],
     "predict": ["steps", "steps_breakdown"],
+    "info": ["nodes_by_kind", "edges_by_kind", "events_by_kind", "devices", "streams", "threads"],
 }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from opgraph.cli import _console, emit_json, load_input, main
-from opgraph.commands.iterations import TableFiles, table_file_options, write_frames
+from opgraph.table_options import TableFiles, table_file_options, write_frames
 from opgraph.errors import OpgraphInputError
 
 

@@ -4,13 +4,12 @@ Also the option decorators shared by ``breakdown``, ``overheads`` and ``summary`
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import click
 
 from opgraph.cli import emit_json, load_input, main
+from opgraph.table_options import TableFiles, table_file_options, write_frames
 
 
 def window_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -25,44 +24,6 @@ def window_options(f: Callable[..., Any]) -> Callable[..., Any]:
                      help="Ranges (NVTX / record_function labels; GPU annotations when no host range matches) "
                           "that delimit steps; one that matches nothing exits 2. Default: ProfilerStep#N, else GPU "
                           "ProfilerStep annotations, else NVTX 'Iteration N', else data-loader markers.")(f)
-    return f
-
-
-@dataclass(frozen=True)
-class TableFiles:
-    """Where a command writes its tables: ``--csv DIR``, ``--parquet DIR``, ``--xlsx FILE``."""
-
-    csv: str | None = None
-    parquet: str | None = None
-    xlsx: str | None = None
-
-
-_META = "opgraph.table_files"
-
-
-def _remember(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
-    if value is not None:
-        ctx.meta.setdefault(_META, {})[param.name] = value
-
-
-def _table_files(ctx: click.Context, param: click.Parameter, value: str | None) -> TableFiles | None:
-    got = dict(ctx.meta.get(_META, {}))
-    if value is not None:
-        got["csv"] = value
-    return TableFiles(**got) if got else None
-
-
-def table_file_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """The table files: --csv [DIR], --parquet DIR, --xlsx FILE. The command receives them
-    as one ``csv_dir`` value, a :class:`TableFiles` (None when none was given)."""
-    f = click.option("--csv", "csv_dir", is_flag=False, flag_value=".", default=None, metavar="[DIR]",
-                     type=click.Path(file_okay=False), callback=_table_files,
-                     help="Write pandas-friendly CSV files to DIR (default: the current directory).")(f)
-    f = click.option("--xlsx", "xlsx", default=None, metavar="FILE", expose_value=False, is_eager=True,
-                     callback=_remember, help="Write the tables to one Excel workbook, a sheet per table.")(f)
-    f = click.option("--parquet", "parquet", default=None, metavar="DIR", expose_value=False, is_eager=True,
-                     callback=_remember, type=click.Path(file_okay=False),
-                     help="Write the tables as Parquet files to DIR (needs pyarrow).")(f)
     return f
 
 
@@ -100,33 +61,6 @@ def check_regex(step_regex: str | None) -> None:
             re.compile(step_regex)
         except re.error as e:
             raise OpgraphInputError("--step-regex", f"{step_regex!r} is not a valid regex ({e})") from None
-
-
-def stem(path: str) -> str:
-    name = os.path.basename(path)
-    for suffix in (".gz", ".json", ".gpickle", ".trace", ".pt"):
-        if name.endswith(suffix):
-            name = name[: -len(suffix)]
-    return name or "opgraph"
-
-
-def write_frames(frames: dict, out: TableFiles | str, input_path: str) -> None:
-    """Write ``frames`` where ``out`` says (a :class:`TableFiles`, or a CSV folder), each file
-    named after the input; print each path on stderr."""
-    from opgraph.export.tables import write_csv, write_parquet, write_xlsx
-
-    if isinstance(out, str):
-        out = TableFiles(csv=out)
-    inputs = (input_path,)
-    paths = []
-    if out.csv is not None:
-        paths += write_csv(frames, out.csv, stem(input_path), inputs=inputs)
-    if out.parquet is not None:
-        paths += write_parquet(frames, out.parquet, stem(input_path), inputs=inputs)
-    if out.xlsx is not None:
-        paths.append(write_xlsx(frames, out.xlsx, inputs=inputs))
-    for p in paths:
-        click.echo(f"wrote {p}", err=True)
 
 
 def console():

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from opgraph.cli import _console, emit_json, load_input, main
-from opgraph.commands.iterations import TableFiles, table_file_options, write_frames
+from opgraph.table_options import TableFiles, table_file_options, write_frames
 from opgraph.ingest.steps import NVTX_ITERATION_PATTERN, STEP_PATTERN
 
 _ACT = ("kernel", "memcpy", "memset")

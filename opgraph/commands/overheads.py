@@ -7,8 +7,9 @@ import orjson
 
 from opgraph.cli import emit_json, load_input, main
 from opgraph.commands.iterations import (
-    TableFiles, check_regex, console, markers, output_options, window_options, write_frames,
+    check_regex, console, markers, output_options, window_options,
 )
+from opgraph.table_options import TableFiles, write_frames
 
 
 @main.command()

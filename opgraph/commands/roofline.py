@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from opgraph.cli import _console, emit_json, load_input, main
-from opgraph.commands.iterations import TableFiles, table_file_options, write_frames
+from opgraph.table_options import TableFiles, table_file_options, write_frames
 from opgraph.errors import OpgraphInputError
 
 _DEVICE_HELP = ("Device for every kernel: a table name ('H100 SXM') or a runtime name "

@@ -20,7 +20,6 @@ are closed at profiler stop does not decide where a step ends.
 
 from __future__ import annotations
 
-from typing import Any
 
 import networkx as nx
 import numpy as np

@@ -1,0 +1,77 @@
+"""The table files of every command that prints tables: ``--csv [DIR]``, ``--parquet DIR``
+and ``--xlsx FILE`` (one option set, one writer; no import of :mod:`opgraph.cli`, so the
+core commands there can use it too)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import click
+
+
+@dataclass(frozen=True)
+class TableFiles:
+    """Where a command writes its tables: ``--csv DIR``, ``--parquet DIR``, ``--xlsx FILE``."""
+
+    csv: str | None = None
+    parquet: str | None = None
+    xlsx: str | None = None
+
+
+_META = "opgraph.table_files"
+
+
+def _remember(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        ctx.meta.setdefault(_META, {})[param.name] = value
+
+
+def _table_files(ctx: click.Context, param: click.Parameter, value: str | None) -> TableFiles | None:
+    got = dict(ctx.meta.get(_META, {}))
+    if value is not None:
+        got["csv"] = value
+    return TableFiles(**got) if got else None
+
+
+def table_file_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The table files: --csv [DIR], --parquet DIR, --xlsx FILE. The command receives them
+    as one ``csv_dir`` value, a :class:`TableFiles` (None when none was given)."""
+    f = click.option("--csv", "csv_dir", is_flag=False, flag_value=".", default=None, metavar="[DIR]",
+                     type=click.Path(file_okay=False), callback=_table_files,
+                     help="Write pandas-friendly CSV files to DIR (default: the current directory).")(f)
+    f = click.option("--xlsx", "xlsx", default=None, metavar="FILE", expose_value=False, is_eager=True,
+                     callback=_remember, help="Write the tables to one Excel workbook, a sheet per table.")(f)
+    f = click.option("--parquet", "parquet", default=None, metavar="DIR", expose_value=False, is_eager=True,
+                     callback=_remember, type=click.Path(file_okay=False),
+                     help="Write the tables as Parquet files to DIR (needs pyarrow).")(f)
+    return f
+
+
+def stem(path: str) -> str:
+    """The input's file name without its trace/graph suffixes (names the table files)."""
+    name = os.path.basename(path)
+    for suffix in (".gz", ".json", ".gpickle", ".trace", ".pt"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+    return name or "opgraph"
+
+
+def write_frames(frames: dict, out: TableFiles | str, input_path: str) -> None:
+    """Write ``frames`` where ``out`` says (a :class:`TableFiles`, or a CSV folder), each file
+    named after the input; print each path on stderr."""
+    from opgraph.export.tables import write_csv, write_parquet, write_xlsx
+
+    if isinstance(out, str):
+        out = TableFiles(csv=out)
+    inputs = (input_path,)
+    paths = []
+    if out.csv is not None:
+        paths += write_csv(frames, out.csv, stem(input_path), inputs=inputs)
+    if out.parquet is not None:
+        paths += write_parquet(frames, out.parquet, stem(input_path), inputs=inputs)
+    if out.xlsx is not None:
+        paths.append(write_xlsx(frames, out.xlsx, inputs=inputs))
+    for p in paths:
+        click.echo(f"wrote {p}", err=True)
