@@ -88,3 +88,14 @@ def test_report_csv_to_stdout(tmp_path: Path) -> None:
     trace = opgraph.example_trace("gpu_bound", tmp_path)
     out = _run(["report", str(trace), "--csv", "-"]).output
     assert out.splitlines()[0].startswith("name,")
+
+
+def test_devices_and_enqueue_stats_tables(tmp_path: Path) -> None:
+    pytest.importorskip("openpyxl")
+    root = Path(__file__).resolve().parent.parent
+    _run(["devices", "--csv", str(tmp_path)])
+    d = pd.read_csv(tmp_path / "devices.devices.csv")
+    assert len(d) > 10 and "peak_tflops_bf16" in d.columns and "dram_gbps" in d.columns
+    _run(["enqueue-stats", str(root / "fixtures" / "dvdt" / "synth.dvdt.json"), "--xlsx", str(tmp_path / "e.xlsx")])
+    sheets = pd.read_excel(tmp_path / "e.xlsx", sheet_name=None)
+    assert list(sheets) == ["enqueue_kernels", "enqueues"] and len(sheets["enqueues"]) > 0

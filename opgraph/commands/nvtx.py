@@ -202,7 +202,8 @@ def nvtx_cmd(input: str, step_regex: str | None, top: int, as_json: bool, fmt: s
 @click.argument("input", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schemas/enqueue-stats.schema.json).")
 @click.option("--format", "fmt", default=None, help="Force the input format of a raw trace.")
-def enqueue_stats_cmd(input: str, as_json: bool, fmt: str | None) -> None:
+@table_file_options
+def enqueue_stats_cmd(input: str, as_json: bool, fmt: str | None, csv_dir: TableFiles | None) -> None:
     """OpenCL (dv/dt) per-kernel enqueue stages: queued→submit, submit→start, execution
     and host overhead, per enqueue and per kernel name."""
     from opgraph.ingest.dvdt import enqueue_stats
@@ -213,8 +214,12 @@ def enqueue_stats_cmd(input: str, as_json: bool, fmt: str | None) -> None:
            "kernels": [{k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in r.items()}
                        for r in cum.to_dict("records")],
            "enqueues": per.to_dict("records")}
+    if csv_dir is not None:
+        write_frames({"enqueue_kernels": cum, "enqueues": per}, csv_dir, input)
     if as_json:
         emit_json(doc, "enqueue-stats.schema.json")
+        return
+    if csv_dir is not None:
         return
     from rich.table import Table
 

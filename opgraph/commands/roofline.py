@@ -216,7 +216,8 @@ def report(input: str, by: str, as_json: bool, csv_dir: TableFiles | None, devic
               help="The table as JSON (the devices.json document, schemas/devices.schema.json).")
 @click.option("--name", default=None, help="Show only the entry this runtime or table name resolves to.")
 @click.option("--sparse", is_flag=True, help="Show the 2:4-sparsity peaks instead of the dense ones.")
-def devices(as_json: bool, name: str | None, sparse: bool) -> None:
+@table_file_options
+def devices(as_json: bool, name: str | None, sparse: bool, csv_dir: TableFiles | None) -> None:
     """The device peak table (dense TFLOP/s per dtype, DRAM GB/s) with its sources."""
     import orjson
 
@@ -230,8 +231,17 @@ def devices(as_json: bool, name: str | None, sparse: bool) -> None:
             raise OpgraphInputError(None, f"no unique table entry for device name {name!r} (see `opgraph devices`)")
         entries = [e for e in entries if e["name"] == dev.name]
         doc = dict(doc, devices=entries)
+    if csv_dir is not None:
+        import pandas as pd
+
+        key = "peak_tflops_sparse" if sparse else "peak_tflops"
+        rows = [{**{k: v for k, v in e.items() if not isinstance(v, (dict, list))},
+                 **{f"{key}_{dt}": (e.get(key) or {}).get(dt) for dt in PEAK_DTYPES}} for e in entries]
+        write_frames({"devices": pd.DataFrame(rows)}, csv_dir, "devices")
     if as_json:
         emit_json(doc, "devices.schema.json")
+        return
+    if csv_dir is not None:
         return
     from rich.table import Table
 
