@@ -24,7 +24,7 @@ GRAPH_SCHEMA_VERSION = 1
 #: The public functions and classes, all defined in :mod:`opgraph.api`.
 __all__ = [
     "Report", "load", "build", "save", "example_trace", "info", "critical_path", "idle", "breakdown",
-    "iterations", "summary", "overheads", "roofline", "report", "diff", "what_if", "stragglers",
+    "iterations", "summary", "overheads", "roofline", "report", "diff", "what_if", "stragglers", "comm_overlap",
     "export_perfetto", "export_graphviz", "report_html", "plot", "graph_tables", "export_tables",
     "OpgraphInputError",
     "__version__", "GRAPH_SCHEMA_VERSION",

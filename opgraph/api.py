@@ -37,7 +37,7 @@ PathLike = str | os.PathLike[str]
 
 __all__ = [
     "Report", "load", "build", "save", "example_trace", "info", "critical_path", "idle", "breakdown",
-    "iterations", "summary", "overheads", "roofline", "report", "diff", "what_if", "stragglers",
+    "iterations", "summary", "overheads", "roofline", "report", "diff", "what_if", "stragglers", "comm_overlap",
     "export_perfetto", "export_graphviz", "report_html", "plot", "graph_tables", "export_tables",
 ]
 
@@ -212,6 +212,22 @@ def _doc_report(kind: str, doc: dict[str, Any], frames_of: Callable[[dict[str, A
                 main: str = "") -> Report:
     frames = frames_of(doc)
     return Report(kind, doc, frames, main if main in frames else "")
+
+
+def comm_overlap(G: nx.DiGraph | PathLike, window: str | None = None) -> Any:
+    """Compute, communication and memory time per step and device, their overlap and the
+    exposed communication (``opgraph overlap``; an :class:`~opgraph.analysis.overlap.OverlapResult`).
+
+    Examples
+    --------
+    >>> import opgraph
+    >>> t = opgraph.comm_overlap(opgraph.example_trace("gpu_bound")).to_frame()
+    >>> t["window"].tolist()
+    ['ProfilerStep#1', 'ProfilerStep#2', 'ProfilerStep#3', 'all']
+    """
+    from opgraph.analysis.overlap import comm_overlap as _overlap
+
+    return _overlap(_graph(G), window)
 
 
 def breakdown(G: nx.DiGraph | PathLike, device: bool = False, *, depth: int = 3, top: int | None = None,

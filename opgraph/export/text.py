@@ -237,3 +237,23 @@ def render_idle(res, console: Console, top: int = 15) -> None:
             t.add_row("", f"… {len(rest)} more", "", f"{rest['blame_ns'].sum() / 1e3:,.1f}",
                       f"{100 * rest['share'].sum():.1f}")
         print_table(console, t, NO_BLAME)
+
+
+def render_overlap(df: Any, console: Console) -> None:
+    """The ``overlap`` table (µs; one row per window and device)."""
+    if not len(df):
+        console.print(f"overlap: {NO_GPU}")
+        return
+    t = Table(title="GPU time per window and device (µs): compute + exposed comm + exposed memory + idle = span",
+              title_justify="left")
+    cols = [("window", "window"), ("device", "dev"), ("span_us", "span"), ("compute_us", "compute"),
+            ("comm_us", "comm"), ("overlap_us", "comm ∩ compute"), ("comm_overlap_pct", "% comm overlapped"),
+            ("exposed_comm_us", "exposed comm"), ("memory_us", "memory"), ("exposed_memory_us", "exposed memory"),
+            ("idle_us", "idle")]
+    for _, label in cols:
+        t.add_column(label, justify="left" if label == "window" else "right")
+    for r in df.to_dict("records"):
+        t.add_row(*[cell(r[k]) if k == "window" else (f"{r[k]:.1f}" if k.endswith("pct") else
+                                                      (str(int(r[k])) if k == "device" else f"{r[k]:,.1f}"))
+                    for k, _ in cols])
+    print_table(console, t, NO_GPU)

@@ -1,0 +1,144 @@
+"""Temporal breakdown of the GPU per window and device: compute, communication and memory
+time, their overlap, and the **exposed** communication and memory time (HTA's
+``get_comm_comp_overlap``, TraceLens's ``gpu_timeline``, nsys ``nccl_gpu_overlap_trace``).
+
+Definitions (docs/overlap.md). A window's activities are the device activities (kernels,
+memcpy, memset) launched in it (by their launch call's start; an activity without a
+launch, e.g. one launched before the trace began, by its own start). Per device, with
+``|X|`` the length of the union of the intervals of the set ``X``:
+
+* ``compute``: kernels that are not communication (:data:`COMM_KERNEL_PATTERN`);
+  ``comm``: communication kernels (NCCL/RCCL, c10d); ``memory``: memcpy and memset;
+* ``span_ns`` = last end − first start; ``busy_ns`` = |all|; ``idle_ns`` = span − busy;
+* ``compute_ns`` = |compute|, ``comm_ns`` = |comm|, ``memory_ns`` = |memory|;
+* ``overlap_ns`` = |compute ∩ comm| = |compute| + |comm| − |compute ∪ comm|;
+* ``exposed_comm_ns`` = |comm \\ compute| = |compute ∪ comm| − |compute|: communication
+  with no computation running (on any stream of the device);
+* ``exposed_memory_ns`` = |memory \\ (compute ∪ comm)| = busy − |compute ∪ comm|;
+* ``comm_overlap_pct`` = 100 · overlap / comm (HTA's ``comp_comm_overlap_pctg``).
+
+So ``compute + exposed_comm + exposed_memory + idle = span`` exactly, per row.
+Times are ns in the result's fields and µs in ``tables()`` / ``to_dict()``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+
+from opgraph.analysis.arrays import COMM_KERNEL_PATTERN, GraphArrays
+from opgraph.analysis.display import TableResult
+from opgraph.analysis.iterations import union_intervals
+from opgraph.analysis.windows import select_windows
+
+#: Columns of the result (ns) in order, after ``window`` and ``device``.
+FIELDS: tuple[str, ...] = ("span_ns", "busy_ns", "idle_ns", "compute_ns", "comm_ns", "memory_ns", "overlap_ns",
+                           "exposed_comm_ns", "exposed_memory_ns")
+
+
+def _union_len(start: np.ndarray, end: np.ndarray) -> int:
+    s, e = union_intervals(start, end)
+    return int((e - s).sum())
+
+
+@dataclass(repr=False)
+class OverlapResult(TableResult):
+    """One row per (window, device) of :func:`comm_overlap` (``rows``, ns), plus the
+    whole-trace rows (``window == "all"``) when the windows are steps.
+
+    Examples
+    --------
+    >>> import opgraph
+    >>> res = opgraph.comm_overlap(opgraph.load(opgraph.example_trace("gpu_bound")))
+    >>> r = res.to_frame().iloc[0]
+    >>> float(r["compute_us"] + r["exposed_comm_us"] + r["exposed_memory_us"] + r["idle_us"] - r["span_us"])
+    0.0
+    """
+
+    rows: pd.DataFrame
+    window_mode: str
+    main_table: ClassVar[str] = "overlap"
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """``overlap``: one row per window and device, µs and %."""
+        df = self.rows.copy()
+        for f in FIELDS:
+            df[f.replace("_ns", "_us")] = df.pop(f) / 1e3
+        busy = df["busy_us"].where(df["busy_us"] > 0)
+        df["comm_overlap_pct"] = (100.0 * df["overlap_us"] / df["comm_us"].where(df["comm_us"] > 0)).fillna(0.0)
+        df["exposed_comm_pct_of_span"] = (100.0 * df["exposed_comm_us"] / df["span_us"].where(df["span_us"] > 0)
+                                          ).fillna(0.0)
+        df["busy_pct_of_span"] = (100.0 * busy / df["span_us"].where(df["span_us"] > 0)).fillna(0.0)
+        return {"overlap": df}
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (``schemas/overlap.schema.json``; µs)."""
+        recs = self.tables()["overlap"].to_dict("records")
+        return {"window_mode": self.window_mode, "kernel_pattern_comm": COMM_KERNEL_PATTERN,
+                "rows": [{k: (int(v) if k == "device" else (str(v) if k == "window" else float(v)))
+                          for k, v in r.items()} for r in recs]}
+
+
+def comm_overlap(G: nx.DiGraph, window: str | None = None, arr: GraphArrays | None = None) -> OverlapResult:
+    """Compute, communication and memory time per window and device, their overlap and the
+    exposed communication and memory time (module docstring).
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+        A graph built by :func:`opgraph.graph.build_graph`.
+    window : str, optional
+        As in :func:`opgraph.analysis.critical_path.critical_path`: default the steps (then
+        the whole trace is added as window ``"all"``), ``"all"``, or a regex.
+    arr : GraphArrays, optional
+        Precomputed arrays of ``G``.
+
+    Returns
+    -------
+    OverlapResult
+    """
+    a = arr if arr is not None else GraphArrays.from_graph(G)
+    wins = select_windows(a, window, lanes=False)
+    act = np.flatnonzero(a.is_activity)
+    launch_ts = a.ts[act].copy()
+    ls, ld = a.out_edges("launch")
+    if len(ls):
+        pos = np.full(a.n, -1, dtype=np.int64)
+        pos[act] = np.arange(len(act))
+        hit = pos[ld] >= 0
+        launch_ts[pos[ld[hit]]] = a.ts[ls[hit]]
+    kind = a.kind[act]
+    comm = (kind == "kernel") & a.names_match(re.compile(COMM_KERNEL_PATTERN))[act]
+    memory = np.isin(kind, ("memcpy", "memset"))
+    compute = (kind == "kernel") & ~comm
+    dev = a.device[act]
+    ts, end = a.ts[act], a.end[act]
+    items = [(w.name, w.start_ns, w.end_ns) for w in wins]
+    if wins.is_steps and window is None:
+        items.append(("all", None, None))
+    rows = []
+    for name, w0, w1 in items:
+        inw = np.ones(len(act), dtype=bool) if w0 is None else (launch_ts >= w0) & (launch_ts < w1)
+        for d in np.unique(dev[inw]).tolist():
+            m = inw & (dev == d)
+            if not m.any():
+                continue
+            s, e = ts[m], end[m]
+            c, k, y = compute[m], comm[m], memory[m]
+            span = int(e.max() - s.min())
+            busy = _union_len(s, e)
+            comp_n = _union_len(s[c], e[c])
+            comm_n = _union_len(s[k], e[k])
+            cc = c | k
+            cc_n = _union_len(s[cc], e[cc])
+            rows.append({"window": name, "device": int(d), "span_ns": span, "busy_ns": busy, "idle_ns": span - busy,
+                         "compute_ns": comp_n, "comm_ns": comm_n, "memory_ns": _union_len(s[y], e[y]),
+                         "overlap_ns": comp_n + comm_n - cc_n, "exposed_comm_ns": cc_n - comp_n,
+                         "exposed_memory_ns": busy - cc_n})
+    df = pd.DataFrame(rows, columns=["window", "device", *FIELDS])
+    return OverlapResult(df, wins.mode)
