@@ -363,7 +363,7 @@ def test_real_identity_and_invariants(fname):
     # faster kernels: the GPU is busy for less time, the summed kernel time exactly halves
     k = m.arr.is_activity
     assert ((fast.arr_pred.end - fast.arr_pred.ts)[k].sum() ==
-            pytest.approx(0.5 * (m.arr.end - m.arr.ts)[k].sum(), rel=1e-3, abs=k.sum()))
+            pytest.approx(0.5 * (m.arr.end - m.arr.ts)[k].sum(), rel=1e-3, abs=int(k.sum())))
     assert sum(g["busy"] for g in fast.gpu_predicted.values()) <= sum(g["busy"] for g in fast.gpu_measured.values())
 
 
