@@ -38,6 +38,7 @@ PathLike = str | os.PathLike[str]
 __all__ = [
     "Report", "load", "build", "save", "example_trace", "info", "critical_path", "idle", "breakdown",
     "iterations", "summary", "overheads", "roofline", "report", "diff", "what_if", "stragglers", "comm_overlap",
+    "memory_bandwidth",
     "export_perfetto", "export_graphviz", "report_html", "plot", "graph_tables", "export_tables",
 ]
 
@@ -228,6 +229,21 @@ def comm_overlap(G: nx.DiGraph | PathLike, window: str | None = None) -> Any:
     from opgraph.analysis.overlap import comm_overlap as _overlap
 
     return _overlap(_graph(G), window)
+
+
+def memory_bandwidth(G: nx.DiGraph | PathLike) -> Any:
+    """Bytes, time and GB/s of memory copies and sets per device and kind (``opgraph
+    memory-bw``; a :class:`~opgraph.analysis.memory_bw.MemoryBandwidth`).
+
+    Examples
+    --------
+    >>> import opgraph
+    >>> opgraph.memory_bandwidth(opgraph.example_trace("gpu_bound")).to_frame().columns.tolist()[:3]
+    ['device', 'kind', 'count']
+    """
+    from opgraph.analysis.memory_bw import memory_bandwidth as _mbw
+
+    return _mbw(_graph(G))
 
 
 def breakdown(G: nx.DiGraph | PathLike, device: bool = False, *, depth: int = 3, top: int | None = None,

@@ -1,0 +1,30 @@
+"""``opgraph memory-bw``: bytes, time and bandwidth of memory copies and sets
+(opgraph/analysis/memory_bw.py, docs/memory-bw.md)."""
+
+from __future__ import annotations
+
+import click
+
+from opgraph.cli import _console, emit_json, load_input, main
+from opgraph.table_options import TableFiles, table_file_options, write_frames
+
+
+@main.command("memory-bw")
+@click.argument("input", type=str)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schemas/memory-bw.schema.json).")
+@table_file_options
+def memory_bw_cmd(input: str, as_json: bool, csv_dir: TableFiles | None) -> None:
+    """Memory copies and sets per device and kind: count, bytes, time and GB/s (from the
+    exact durations the profiler's own bandwidth argument gives, not the µs-rounded ones)."""
+    from opgraph.analysis.memory_bw import memory_bandwidth
+
+    res = memory_bandwidth(load_input(input))
+    if csv_dir is not None:
+        write_frames(res.tables(), csv_dir, input)
+    if as_json:
+        emit_json(res.to_dict(), "memory-bw.schema.json")
+        return
+    if csv_dir is not None:
+        return
+    from opgraph.export.text_memory import render_memory_bw
+    render_memory_bw(res.to_frame(), _console())
