@@ -38,7 +38,7 @@ PathLike = str | os.PathLike[str]
 __all__ = [
     "Report", "load", "build", "save", "example_trace", "info", "critical_path", "idle", "breakdown",
     "iterations", "summary", "overheads", "roofline", "report", "diff", "what_if", "stragglers", "comm_overlap",
-    "memory_bandwidth",
+    "memory_bandwidth", "collectives",
     "export_perfetto", "export_graphviz", "report_html", "plot", "graph_tables", "export_tables",
 ]
 
@@ -244,6 +244,21 @@ def memory_bandwidth(G: nx.DiGraph | PathLike) -> Any:
     from opgraph.analysis.memory_bw import memory_bandwidth as _mbw
 
     return _mbw(_graph(G))
+
+
+def collectives(G: nx.DiGraph | PathLike) -> Any:
+    """Communication kernels with their collective, message size, algorithm and bus
+    bandwidth (``opgraph collectives``; a :class:`~opgraph.analysis.collectives.CollectivesResult`).
+
+    Examples
+    --------
+    >>> import opgraph
+    >>> opgraph.collectives(opgraph.example_trace("gpu_bound")).to_frame().columns.tolist()[:3]
+    ['collective', 'group_size', 'dtype']
+    """
+    from opgraph.analysis.collectives import collectives as _coll
+
+    return _coll(_graph(G))
 
 
 def breakdown(G: nx.DiGraph | PathLike, device: bool = False, *, depth: int = 3, top: int | None = None,

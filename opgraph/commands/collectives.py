@@ -1,0 +1,30 @@
+"""``opgraph collectives``: message size, algorithm and bus bandwidth of every
+communication kernel (opgraph/analysis/collectives.py, docs/collectives.md)."""
+
+from __future__ import annotations
+
+import click
+
+from opgraph.cli import _console, emit_json, load_input, main
+from opgraph.table_options import TableFiles, table_file_options, write_frames
+
+
+@main.command("collectives")
+@click.argument("input", type=str)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schemas/collectives.schema.json).")
+@table_file_options
+def collectives_cmd(input: str, as_json: bool, csv_dir: TableFiles | None) -> None:
+    """Communication kernels by collective, group size, dtype and message size: count,
+    time, algorithm bandwidth and bus bandwidth (from the trace's own collective records)."""
+    from opgraph.analysis.collectives import collectives
+
+    res = collectives(load_input(input))
+    if csv_dir is not None:
+        write_frames(res.tables(), csv_dir, input)
+    if as_json:
+        emit_json(res.to_dict(), "collectives.schema.json")
+        return
+    if csv_dir is not None:
+        return
+    from opgraph.export.text_collectives import render_collectives
+    render_collectives(res.to_frame(), _console())

@@ -1,0 +1,29 @@
+"""Terminal table of ``opgraph collectives``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from opgraph.export.console import cell, print_table
+
+NO_COMM = "no communication kernels (NCCL / RCCL) in this trace"
+
+
+def render_collectives(df: Any, console: Console) -> None:
+    """One row per collective, group size, dtype and message size."""
+    t = Table(title="Collectives (nccl-tests algbw / busbw, GB/s)", title_justify="left")
+    for c in ("collective", "ranks", "dtype", "message bytes", "count", "time µs", "algbw", "busbw"):
+        t.add_column(c, justify="left" if c in ("collective", "dtype") else "right")
+
+    def num(v: Any, fmt: str) -> str:
+        return "-" if v is None or v != v or v is Ellipsis else format(v, fmt)
+    for r in df.to_dict("records"):
+        gs = r["group_size"]
+        t.add_row(cell(r["collective"]), "-" if gs is None or gs != gs else str(int(gs)), cell(r["dtype"]),
+                  "-" if r["message_bytes"] is None or r["message_bytes"] != r["message_bytes"]
+                  else f"{int(r['message_bytes']):,}",
+                  f"{r['count']:,}", f"{r['time_us']:,.1f}", num(r["algbw_gbps"], ",.2f"), num(r["busbw_gbps"], ",.2f"))
+    print_table(console, t, NO_COMM)
