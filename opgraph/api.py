@@ -38,7 +38,7 @@ PathLike = str | os.PathLike[str]
 __all__ = [
     "Report", "load", "build", "save", "example_trace", "info", "critical_path", "idle", "breakdown",
     "iterations", "summary", "overheads", "roofline", "report", "diff", "what_if", "stragglers", "comm_overlap",
-    "memory_bandwidth", "collectives",
+    "memory_bandwidth", "collectives", "launch_stats",
     "export_perfetto", "export_graphviz", "report_html", "plot", "graph_tables", "export_tables",
 ]
 
@@ -259,6 +259,22 @@ def collectives(G: nx.DiGraph | PathLike) -> Any:
     from opgraph.analysis.collectives import collectives as _coll
 
     return _coll(_graph(G))
+
+
+def launch_stats(G: nx.DiGraph | PathLike, call_cutoff_us: float = 50.0, latency_cutoff_us: float = 100.0) -> Any:
+    """Launch call time, the delay after the call split into queueing and latency,
+    outliers and the short-kernel study (``opgraph launch-stats``; a
+    :class:`~opgraph.analysis.launch_stats.LaunchStats`).
+
+    Examples
+    --------
+    >>> import opgraph
+    >>> int(opgraph.launch_stats(opgraph.example_trace("gpu_bound")).to_frame()["kernels"].iloc[0])
+    18
+    """
+    from opgraph.analysis.launch_stats import launch_stats as _ls
+
+    return _ls(_graph(G), call_cutoff_us, latency_cutoff_us)
 
 
 def breakdown(G: nx.DiGraph | PathLike, device: bool = False, *, depth: int = 3, top: int | None = None,

@@ -1,0 +1,37 @@
+"""``opgraph launch-stats``: launch call time, launch delay split into queueing and
+latency, outliers and the short-kernel study (opgraph/analysis/launch_stats.py)."""
+
+from __future__ import annotations
+
+import click
+
+from opgraph.cli import _console, emit_json, load_input, main
+from opgraph.table_options import TableFiles, table_file_options, write_frames
+
+
+@main.command("launch-stats")
+@click.argument("input", type=str)
+@click.option("--call-cutoff-us", type=click.FloatRange(min=0, max=1e9), default=50.0, show_default=True,
+              help="Launch calls longer than this are outliers.")
+@click.option("--latency-cutoff-us", type=click.FloatRange(min=0, max=1e9), default=100.0, show_default=True,
+              help="Launch latencies (stream free, activity not started) longer than this are outliers.")
+@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="Rows per table.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schemas/launch-stats.schema.json).")
+@table_file_options
+def launch_stats_cmd(input: str, call_cutoff_us: float, latency_cutoff_us: float, top: int, as_json: bool,
+                     csv_dir: TableFiles | None) -> None:
+    """Kernel launches: call time, delay after the call (queueing behind earlier work vs
+    launch latency), outliers, and kernels shorter than their own launch call."""
+    from opgraph.analysis.launch_stats import launch_stats
+
+    res = launch_stats(load_input(input), call_cutoff_us, latency_cutoff_us)
+    tables = res.tables()
+    if csv_dir is not None:
+        write_frames(tables, csv_dir, input)
+    if as_json:
+        emit_json(res.to_dict(top), "launch-stats.schema.json")
+        return
+    if csv_dir is not None:
+        return
+    from opgraph.export.text_launch import render_launch_stats
+    render_launch_stats(tables, _console(), top)
