@@ -35,7 +35,7 @@ class _Group(click.Group):
         """Every command that analyses one rank gets ``--rank N`` (see :func:`load_input`),
         however it was registered (also when ``python -m opgraph.cli`` imports twice)."""
         super().add_command(cmd, name)
-        if (name or cmd.name) not in JOB_COMMANDS:
+        if (name or cmd.name) not in JOB_COMMANDS and _takes_input(cmd):
             _add_rank_option(cmd)
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -114,6 +114,12 @@ def _fmt_ranks(ranks: list[int]) -> str:
         else:
             out.append(str(r))
     return ",".join(out) or "none"
+
+
+def _takes_input(cmd: click.Command) -> bool:
+    """Whether ``cmd`` reads a graph or trace (has a positional argument): ``--rank`` means
+    nothing to a command without one (e.g. ``devices``)."""
+    return any(isinstance(p, click.Argument) for p in cmd.params)
 
 
 def _add_rank_option(cmd: click.Command) -> None:

@@ -11,7 +11,6 @@ from click.testing import CliRunner
 from opgraph.analysis.critical_path import CATEGORIES, critical_path
 from opgraph.analysis.idle import CAUSES, idle_time
 from opgraph.cli import main
-from opgraph.graph.io import load_any
 from opgraph.schemas_util import validate
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -20,9 +20,7 @@ import numpy as np
 import pytest
 
 from opgraph.analysis.arrays import GraphArrays
-from opgraph.analysis.critical_path import (
-    CATEGORIES, R, ROLES, blocking_waits, boundary_dag, critical_path,
-)
+from opgraph.analysis.critical_path import blocking_waits, boundary_dag, critical_path
 
 pytestmark = pytest.mark.real_traces
 
@@ -48,8 +46,6 @@ def test_critical_path_is_true(kineto_graph) -> None:
     assert res.windows
     span0, span1 = G.graph["span_ns"]
     blocked = blocking_waits(a)
-    host = a.is_host
-    # per thread: sorted host intervals (for "other threads busy" coverage)
     for w in res.windows:
         if not w.path:
             continue

@@ -83,6 +83,37 @@ def module_mask(names: np.ndarray, markers: Iterable[str]) -> np.ndarray:
     return hit[codes]
 
 
+def tree_depths(parent: np.ndarray) -> np.ndarray:
+    """Depth of every node of a forest given by ``parent`` (-1 for roots), by pointer
+    jumping: O(n log depth), also for one n-deep chain (identical nested events)."""
+    depth = (parent >= 0).astype(np.int64)
+    jump = parent.copy()
+    live = np.flatnonzero(jump >= 0)
+    while len(live):
+        j = jump[live]
+        depth[live] += depth[j]  # synchronous: reads the old depths
+        jump[live] = jump[j]
+        live = live[jump[live] >= 0]
+    return depth
+
+
+def _segmented_cummax(values: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """Running max of ``values`` restarting at each change of ``group`` (sorted by group)."""
+    if len(values) <= 1:
+        return values.copy()
+    vmin = int(values.min())
+    span = int(values.max()) - vmin + 1
+    first = np.empty(len(group), dtype=bool)
+    first[0] = True
+    first[1:] = group[1:] != group[:-1]
+    g = np.cumsum(first) - 1
+    if (int(g[-1]) + 1) * span < 2 ** 62:
+        # offset each group above the previous one, so one plain cummax never crosses groups
+        off = g * span
+        return np.maximum.accumulate(values - vmin + off) - off + vmin
+    return pd.Series(values).groupby(g, sort=False).cummax().to_numpy(np.int64)
+
+
 @dataclass
 class HostHierarchy:
     """The host forest an analysis walks: ``host`` (mask of the ranges in it), ``parent``
@@ -119,14 +150,7 @@ def host_hierarchy(f: GraphFrame, include_python: bool = False) -> HostHierarchy
         has = nr.parent >= 0
         parent[idx[has]] = idx[nr.parent[has]]
     parent[~host] = -1
-    depth = np.zeros(n, dtype=np.int64)
-    idx = np.flatnonzero(host & (parent >= 0))
-    anc = parent[idx]
-    while len(idx):
-        depth[idx] += 1
-        anc = parent[anc]
-        keep = anc >= 0
-        idx, anc = idx[keep], anc[keep]
+    depth = tree_depths(parent)
     hp = np.flatnonzero(host)
     o = hp[np.argsort(depth[hp], kind="stable")]
     levels = np.split(o, np.flatnonzero(np.diff(depth[o])) + 1) if len(hp) else []
@@ -243,7 +267,7 @@ def host_breakdown(G: nx.DiGraph | GraphFrame, window: Window | None = None, ste
         # exclusive segments among siblings (sorted by start, longest first)
         o = np.lexsort((-b, a, group))
         go, ao, bo = group[o], a[o], b[o]
-        run = pd.Series(bo).groupby(go, sort=False).cummax().to_numpy(np.int64)
+        run = _segmented_cummax(bo, go)
         prev = np.empty_like(run)
         if len(run):
             prev[0] = ao[0]
@@ -261,7 +285,10 @@ def host_breakdown(G: nx.DiGraph | GraphFrame, window: Window | None = None, ste
         scope[li] = sc & ~in_dl[li]
         # path ids
         key = ppath * n_names + name_code[lvl]
-        codes, uniq = pd.factorize(key)
+        if len(key) == 1:
+            codes, uniq = np.zeros(1, dtype=np.int64), key
+        else:
+            codes, uniq = pd.factorize(key)
         path[lvl] = next_id + codes
         path_parent.append(uniq // n_names - lane_off if d else np.full(len(uniq), -1, dtype=np.int64))
         path_name.append(uniq % n_names)
@@ -290,13 +317,18 @@ def host_breakdown(G: nx.DiGraph | GraphFrame, window: Window | None = None, ste
                           "count": count_by_path.astype(np.int64)})
     # threads
     rt = int(w.host_runtime_ns)
-    rows = []
-    for ln in lanes.tolist():
-        pos = hp[f.lane[hp] == ln][0]
-        roots = paths[(paths["depth"] == 0) & (paths["lane"] == ln)]
-        rows.append({"lane": ln, "pid": f.pid[pos], "tid": f.tid[pos], "time_ns": rt,
-                     "busy_ns": int(roots["time_ns"].sum()), "events": int(scope[hp[f.lane[hp] == ln]].sum())})
-    threads = pd.DataFrame(rows, columns=["lane", "pid", "tid", "time_ns", "busy_ns", "events"])
+    # one pass per column (grouped by lane), not one scan of all host events per lane
+    hl = f.lane[hp]
+    first_pos = pd.Series(hp).groupby(hl, sort=True).first()
+    pos = first_pos.reindex(lanes).to_numpy(np.int64) if len(lanes) else np.empty(0, np.int64)
+    roots = paths[paths["depth"] == 0]
+    busy = roots["time_ns"].groupby(roots["lane"].to_numpy()).sum()
+    events = pd.Series(scope[hp].astype(np.int64)).groupby(hl).sum()
+    threads = pd.DataFrame({"lane": lanes.astype(np.int64), "pid": f.pid[pos] if len(pos) else [],
+                            "tid": f.tid[pos] if len(pos) else [], "time_ns": rt,
+                            "busy_ns": busy.reindex(lanes, fill_value=0).to_numpy(np.int64) if len(lanes) else [],
+                            "events": events.reindex(lanes, fill_value=0).to_numpy(np.int64) if len(lanes) else []},
+                           columns=["lane", "pid", "tid", "time_ns", "busy_ns", "events"])
     threads = threads[threads["events"] > 0].sort_values("busy_ns", ascending=False).reset_index(drop=True)
     # data loading, reported apart
     dn = w.data_nodes
@@ -328,8 +360,13 @@ def _shapes_by_path(hb: HostBreakdown, wanted: np.ndarray, max_shapes: int) -> d
     df = pd.DataFrame({"p": hb.event_path[pos], "d": dims})
     vc = df.groupby(["p", "d"]).size().reset_index(name="c").sort_values(["p", "c", "d"], ascending=[True, False, True])
     out: dict[int, tuple[int, list]] = {}
-    for p, g in vc.groupby("p", sort=False):
-        out[int(p)] = (len(g), [(str(d), int(c)) for d, c in zip(g["d"].head(max_shapes), g["c"].head(max_shapes))])
+    vp = vc["p"].to_numpy(np.int64)
+    vd = vc["d"].tolist()
+    vcnt = vc["c"].tolist()
+    cut = (np.flatnonzero(np.diff(vp)) + 1).tolist()
+    for a, b in zip([0] + cut, cut + [len(vp)]):  # contiguous runs of one path (sorted by p)
+        h = min(b, a + max_shapes)
+        out[int(vp[a])] = (b - a, [(str(d), int(c)) for d, c in zip(vd[a:h], vcnt[a:h])])
     return out
 
 
@@ -379,11 +416,23 @@ def host_breakdown_doc(hb: HostBreakdown, depth: int = 3, top: int = 5, max_shap
                                                                                    & (paths["count"] > 0)])
     shown = shown.sort_values(["key", "time_ns", "count", "name"], ascending=[True, False, False, True],
                               kind="stable")
-    children: dict[int, pd.DataFrame] = {int(k): shown.iloc[idx]
-                                         for k, idx in shown.groupby("key", sort=False).indices.items()}
+    # per parent key: the top rows as plain tuples and the rest as (time, count, n); one
+    # sorted pass, no DataFrame per group (10^5 threads would mean 10^5 of them)
+    sk = shown["key"].to_numpy(np.int64)
+    s_id = shown.index.to_numpy(np.int64)
+    s_name = shown["name"].to_numpy(object)
+    s_t = shown["time_ns"].to_numpy(np.int64)
+    s_c = shown["count"].to_numpy(np.int64)
+    bounds = np.flatnonzero(np.diff(sk)) + 1 if len(sk) else np.empty(0, np.int64)
+    starts = np.concatenate(([0], bounds)) if len(sk) else np.empty(0, np.int64)
+    ends = np.concatenate((bounds, [len(sk)])) if len(sk) else np.empty(0, np.int64)
+    children: dict[int, tuple[list[tuple[int, Any, int, int]], tuple[int, int, int]]] = {}
     want = []
-    for g in children.values():
-        want.extend(g.index[:top].tolist())
+    for a, b in zip(starts.tolist(), ends.tolist()):
+        h = min(b, a + top)
+        head = list(zip(s_id[a:h].tolist(), s_name[a:h].tolist(), s_t[a:h].tolist(), s_c[a:h].tolist()))
+        children[int(sk[a])] = (head, (int(s_t[h:b].sum()), int(s_c[h:b].sum()), b - h))
+        want.extend(s_id[a:h].tolist())
     shapes = _shapes_by_path(hb, np.array(want, dtype=np.int64), max_shapes) if want else {}
 
     def build(key: int, parent_ns: int, lvl: int) -> list[dict[str, Any]]:
@@ -391,22 +440,21 @@ def host_breakdown_doc(hb: HostBreakdown, depth: int = 3, top: int = 5, max_shap
         out: list[dict[str, Any]] = []
         covered = 0
         if g is not None:
-            head, rest = g.iloc[:top], g.iloc[top:]
-            for pid_, r in head.iterrows():
-                e = _entry(str(r["name"]), "entry", int(r["time_ns"]), parent_ns, int(r["count"]))
-                ns, lst = shapes.get(int(pid_), (0, []))
+            head, (rest_t, rest_c, rest_n) = g
+            for pid_, name, t_ns, cnt in head:
+                e = _entry(str(name), "entry", t_ns, parent_ns, cnt)
+                ns, lst = shapes.get(pid_, (0, []))
                 e["shapes_distinct"] = ns
                 e["shapes"] = [{"dims": d, "count": c} for d, c in lst]
                 if lvl + 1 < depth:
-                    e["children"] = build(int(pid_), int(r["time_ns"]), lvl + 1)
+                    e["children"] = build(pid_, t_ns, lvl + 1)
                 out.append(e)
-                covered += int(r["time_ns"])
-            if len(rest):
-                t = int(rest["time_ns"].sum())
-                e = _entry(OTHERS, "others", t, parent_ns, int(rest["count"].sum()))
-                e["entries"] = int(len(rest))
+                covered += t_ns
+            if rest_n:
+                e = _entry(OTHERS, "others", rest_t, parent_ns, rest_c)
+                e["entries"] = rest_n
                 out.append(e)
-                covered += t
+                covered += rest_t
         else:
             covered = int(child_sum.get(key, 0))
         un = parent_ns - covered
@@ -513,21 +561,7 @@ def device_breakdown(G: nx.DiGraph | GraphFrame, window: Window | None = None, s
     direct = direct.rename(columns={"parent": "node"})
     pparent = paths["parent"].to_numpy()
     pdepth = paths["depth"].to_numpy()
-    acc = direct.copy()
-    frames = []
-    cur = acc
-    while len(cur):
-        frames.append(cur)
-        up = cur.copy()
-        up["node"] = pparent[up["node"].to_numpy()]
-        up = up[up["node"] >= 0]
-        cur = up.groupby(["skey", "node"], as_index=False).agg(time_ns=("time_ns", "sum"),
-                                                                activities=("activities", "sum"))
-    if frames:
-        ops = pd.concat(frames).groupby(["skey", "node"], as_index=False).agg(
-            time_ns=("time_ns", "sum"), activities=("activities", "sum"))
-    else:
-        ops = pd.DataFrame(columns=["skey", "node", "time_ns", "activities"])
+    ops = _roll_up(direct, pparent, pdepth)
     nodes = ops["node"].to_numpy(np.int64)
     ops["parent"] = pparent[nodes] if len(nodes) else []
     ops["lane"] = paths["lane"].to_numpy()[nodes] if len(nodes) else []
@@ -559,6 +593,55 @@ def device_breakdown(G: nx.DiGraph | GraphFrame, window: Window | None = None, s
     opt = opt.reset_index().rename(columns={"index": "op"})
     opt = opt.sort_values(["device_ns", "host_ns", "op"], ascending=[False, False, True]).reset_index(drop=True)
     return DeviceBreakdown(w, items, ss, opt, hb, device_stats(f, w))
+
+
+def _roll_up(direct: pd.DataFrame, pparent: np.ndarray, pdepth: np.ndarray) -> pd.DataFrame:
+    """Per (skey, path node): the sum of ``time_ns`` and ``activities`` of ``direct`` over
+    the node and all its descendants. Rows move up one depth at a time, deepest first, and
+    only the rows at the current depth are touched (numpy only): O(output log output) plus a
+    small constant per level, also for an N-deep chain of ops."""
+    cols = ["skey", "node", "time_ns", "activities"]
+    if not len(direct):
+        return pd.DataFrame(columns=cols)
+    kc, ku = pd.factorize(direct["skey"].to_numpy(np.int64))
+    n_nodes = max(len(pparent), 1)
+    node = direct["node"].to_numpy(np.int64)
+    key = kc.astype(np.int64) * n_nodes + node
+    t = direct["time_ns"].to_numpy(np.int64)
+    a = direct["activities"].to_numpy(np.int64)
+    dep = pdepth[node]
+    o = np.argsort(-dep, kind="stable")
+    key, t, a, dep = key[o], t[o], a[o], dep[o]
+    cut = np.flatnonzero(np.diff(dep)) + 1
+    pending: dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
+    for lo, hi in zip(np.concatenate(([0], cut)).tolist(), np.concatenate((cut, [len(dep)])).tolist()):
+        pending.setdefault(int(dep[lo]), []).append((key[lo:hi], t[lo:hi], a[lo:hi]))
+    out_k, out_t, out_a = [], [], []
+    d = max(pending)
+    while d >= 0:
+        parts = pending.pop(d, None)
+        if parts:
+            k = np.concatenate([p[0] for p in parts])
+            o = np.argsort(k, kind="stable")  # exact int64 sums per key (no float bincount)
+            k = k[o]
+            first = np.flatnonzero(np.concatenate(([True], k[1:] != k[:-1])))
+            uk = k[first]
+            st = np.add.reduceat(np.concatenate([p[1] for p in parts])[o], first)
+            sa = np.add.reduceat(np.concatenate([p[2] for p in parts])[o], first)
+            out_k.append(uk)
+            out_t.append(st)
+            out_a.append(sa)
+            par = pparent[uk % n_nodes]
+            up = par >= 0
+            if up.any():
+                pending.setdefault(d - 1, []).append(((uk[up] // n_nodes) * n_nodes + par[up], st[up], sa[up]))
+        d -= 1
+    k = np.concatenate(out_k)
+    o = np.argsort(k, kind="stable")
+    k = k[o]
+    return pd.DataFrame({"skey": np.asarray(ku, dtype=np.int64)[k // n_nodes], "node": k % n_nodes,
+                         "time_ns": np.concatenate(out_t)[o], "activities": np.concatenate(out_a)[o]}
+                        ).sort_values(["skey", "node"], kind="stable").reset_index(drop=True)
 
 
 def device_breakdown_doc(db: DeviceBreakdown, depth: int = 3, top: int = 10) -> dict[str, Any]:

@@ -176,12 +176,14 @@ def node_ranks(G: nx.DiGraph, a: GraphArrays) -> np.ndarray:
 def parse_ranks(spec: str | None) -> list[int] | None:
     """``None`` / ``"all"`` -> None (every rank); ``"0,3"`` / ``"0-2,5"`` -> sorted ranks
     (the syntax of ``opgraph build --keep``). ValueError otherwise."""
-    from opgraph.multirank.job import parse_rank_set
+    from opgraph.multirank.job import RankRangeTooWide, parse_rank_set
 
     if spec is None or spec.strip().lower() == "all":
         return None
     try:
         return sorted(parse_rank_set(spec))
+    except RankRangeTooWide as e:
+        raise ValueError(f"--ranks {spec!r}: {e}") from None
     except ValueError:
         raise ValueError(f"--ranks {spec!r}: expected all or ranks like 0,3,5-7") from None
 

@@ -294,6 +294,28 @@ def _split(g0: np.ndarray, g1: np.ndarray, ender: np.ndarray, launch_ts: np.ndar
     return _Split(host_end, lat_end, wait_end, gap_end, held, hb)
 
 
+#: Times are kept within +-2**62 ns (about 146 years either side of the epoch) so that
+#: every difference and sum below fits in int64.
+_TIME_BOUND = 2**62 - 2**40
+
+
+def _bounded_times(a: GraphArrays) -> GraphArrays:
+    """``a`` with ``ts`` clipped to +-:data:`_TIME_BOUND` and ``end`` to ``[ts, bound]``.
+
+    An ``end`` before its ``ts`` is an int64 ``ts + dur`` that wrapped (a duration past
+    the int64-nanosecond range, e.g. from a hand-edited saved graph): it ends at the bound.
+    Without this the wrapped end made the device's span and the first gap's CPU-induced
+    part hugely negative (and the causes still summed to the negative idle)."""
+    ts, end = a.ts, a.end
+    if not len(ts) or (ts.min() >= -_TIME_BOUND and end.max() <= _TIME_BOUND and (end >= ts).all()):
+        return a
+    import dataclasses
+
+    t = np.clip(ts, -_TIME_BOUND, _TIME_BOUND)
+    e = np.where(end < ts, _TIME_BOUND, np.clip(end, t, _TIME_BOUND))
+    return dataclasses.replace(a, ts=t, end=e)
+
+
 def idle_time(G: nx.DiGraph, kernel_wait_us: float = 30.0, arr: GraphArrays | None = None) -> IdleResult:
     """GPU idle time per device and stream, split by cause, and the blame of its CPU-induced part.
 
@@ -311,7 +333,7 @@ def idle_time(G: nx.DiGraph, kernel_wait_us: float = 30.0, arr: GraphArrays | No
         Times in ns (``to_dict`` gives µs). Per device and per stream, the causes
         (:data:`CAUSES`) sum to the idle time.
     """
-    a = arr if arr is not None else GraphArrays.from_graph(G)
+    a = _bounded_times(arr if arr is not None else GraphArrays.from_graph(G))
     act = np.flatnonzero(a.is_activity)
     ls, ld = a.out_edges("launch")
     launch_ts = np.full(a.n, np.iinfo(np.int64).min, dtype=np.int64)
@@ -378,7 +400,9 @@ def idle_time(G: nx.DiGraph, kernel_wait_us: float = 30.0, arr: GraphArrays | No
     gap_rows: list[pd.DataFrame] = []
     for di, g0, g1, ender, sp, base in dev_parts:
         d = devices[di]
-        drain = gap_drain[base:base + len(g0)]
+        # a gap's drain is time inside its host-late part (thread segments never overlap);
+        # the clip makes "0 <= cpu_induced" hold by construction
+        drain = np.minimum(gap_drain[base:base + len(g0)], sp.host_end - g0)
         gap_rows.append(pd.DataFrame({
             "device": d.device, "ender": a.eid[ender], "start_ns": g0, "end_ns": g1,
             "cpu_induced": sp.host_end - g0 - drain, "sync_drain": drain, "launch_latency": sp.lat_end - sp.host_end,
@@ -399,7 +423,8 @@ def idle_time(G: nx.DiGraph, kernel_wait_us: float = 30.0, arr: GraphArrays | No
         d.device_wait_by_ns = dict(sorted(by.items(), key=lambda kv: -kv[1]))
     for si, _x, _y, sg0, sg1, ssp, slate, _z in st_parts:
         host_late = int((ssp.host_end - sg0).sum())
-        streams[si].causes_ns = {"cpu_induced": host_late - int(st_drain[si]), "sync_drain": int(st_drain[si]),
+        s_drain = min(int(st_drain[si]), host_late)
+        streams[si].causes_ns = {"cpu_induced": host_late - s_drain, "sync_drain": s_drain,
                                  "launch_latency": int((ssp.lat_end - ssp.host_end).sum()),
                                  "kernel_gap": int((ssp.gap_end - ssp.wait_end).sum()),
                                  "device_wait": int((ssp.wait_end - ssp.lat_end).sum()),

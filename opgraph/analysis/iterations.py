@@ -30,7 +30,7 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
-from opgraph.analysis.windows import WindowColumns, WindowError, Windows, select_windows
+from opgraph.analysis.windows import WINDOW_SOURCES, WindowColumns, WindowError, Windows, select_windows
 from opgraph.errors import OpgraphInputError
 from opgraph.ingest.steps import NVTX_ITERATION_RE  # noqa: F401  (re-exported)
 from opgraph.ingest.steps import STEP_RE as PROFILER_STEP_RE  # noqa: F401  (re-exported)
@@ -252,6 +252,11 @@ def _match(names: np.ndarray, rx: re.Pattern[str]) -> np.ndarray:
 def data_markers_of(markers: Iterable[str] | None) -> tuple[str, ...]:
     """The data-loading marker regexes in force: ``None`` -> :data:`DEFAULT_DATA_MARKERS`."""
     return tuple(m for m in (DEFAULT_DATA_MARKERS if markers is None else markers) if m)
+
+
+#: Every ``step_source`` the JSON documents can carry (summary, iterations, breakdown,
+#: overheads): the window sources of a step selection, or ``none`` (no steps, whole trace).
+STEP_SOURCES: tuple[str, ...] = tuple(s for s in WINDOW_SOURCES if s != "all") + ("none",)
 
 
 def _steps_table(w: Windows) -> tuple[pd.DataFrame, str]:

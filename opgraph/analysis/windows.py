@@ -75,6 +75,14 @@ MAX_LISTED = 8
 #: Longest range name shown in that list (characters).
 MAX_NAME_CHARS = 48
 
+#: The numbered step markers the default selection looks for, in order: (regex, on host
+#: ranges (else GPU annotations), ``Windows.source``).
+STEP_MARKERS: tuple[tuple[re.Pattern[str], bool, str], ...] = (
+    (STEP_RE, True, "profiler_step"), (STEP_RE, False, "gpu_annotation"),
+    (NVTX_ITERATION_RE, True, "nvtx_iteration"))
+#: Every ``Windows.source`` :func:`select_windows` can give (the schemas' enums must list
+#: them: tests/test_bad_input_limits.py checks it).
+WINDOW_SOURCES: tuple[str, ...] = tuple(m[2] for m in STEP_MARKERS) + ("data_loader", "regex", "all")
 _TRAILING_NUMBER = re.compile(r"(\d+)\s*$")
 
 
@@ -396,8 +404,7 @@ def select_windows(src: Any, window: str | None = None, step_regex: str | None =
                 return Windows(_matched(c, idx, main_lane), f"regex:{pattern}", "regex")
         existing, more = _existing(names)
         raise WindowNotFound(pattern, existing, more)
-    for rx, host, source in ((STEP_RE, True, "profiler_step"), (STEP_RE, False, "gpu_annotation"),
-                             (NVTX_ITERATION_RE, True, "nvtx_iteration")):
+    for rx, host, source in STEP_MARKERS:
         num = names.per_row(names.numbers(rx), -1)
         sel = (num >= 0) & (names.host == host)
         if sel.any():

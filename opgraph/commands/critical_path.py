@@ -20,7 +20,7 @@ def _crossrank(G, input: str, window: str | None, ranks: str | None, as_json: bo
     try:
         sel = parse_ranks(ranks)
     except ValueError as e:
-        raise OpgraphInputError(input, f"--ranks {ranks!r}: expected 'all' or ranks like 0,3 ({e})") from None
+        raise OpgraphInputError(input, str(e)) from None  # names --ranks and the problem
     try:
         res = crossrank_critical_path(G, ranks=sel)
     except ValueError as e:

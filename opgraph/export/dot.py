@@ -283,6 +283,27 @@ def _lane_names(G: nx.DiGraph) -> dict[tuple, str]:
     return out
 
 
+class EmptySelection(ValueError):
+    """The options select no event to draw (the picture would be an empty graph)."""
+
+
+def _empty_why(any_member: bool, any_critical: bool, critical_drawable: bool, critical_only: bool,
+               collapse: str | None, wins: list) -> str:
+    """One line: the selection is empty, and why."""
+    where = f"window {wins[0][0]}" if len(wins) == 1 else f"{len(wins)} windows"
+    if critical_only and any_critical and not critical_drawable and collapse:
+        why = (f"with --critical-only the critical path of {where} runs only through python frames outside any "
+               f"op, which --collapse {collapse} does not draw; drop --collapse or --critical-only")
+    elif not any_member and not any_critical:
+        why = f"no event starts in {where}"
+    elif collapse:
+        why = (f"every event of {where} is a python frame outside any op, which --collapse {collapse} does "
+               f"not draw; drop --collapse")
+    else:
+        why = f"no event of {where} can be drawn"
+    return f"the selection is empty: nothing to draw ({why})"
+
+
 def graph_view(G: nx.DiGraph, window: str | None = None, critical_only: bool = False,
                collapse: str | None = None, max_nodes: int | None = DEFAULT_MAX_NODES,
                arr: GraphArrays | None = None, dag: BoundaryDAG | None = None) -> GraphView:
@@ -402,6 +423,9 @@ def graph_view(G: nx.DiGraph, window: str | None = None, critical_only: bool = F
         critical_cut = sum(1 for r in crit_c if r not in drawn)
     else:
         drawn = set(cand)
+    if not drawn:
+        raise EmptySelection(_empty_why(bool(member.any()), bool(crit_pos), bool(crit_nodes), critical_only,
+                                        collapse, wins))
 
     # nodes
     lane_names = _lane_names(G)
@@ -491,8 +515,25 @@ def graph_view(G: nx.DiGraph, window: str | None = None, critical_only: bool = F
 
 
 # --------------------------------------------------------------------------- DOT
+#: Names longer than this are cut (with "…") before any other work on them: Graphviz
+#: rejects attributes over 16,384 characters, and a 5 MB kernel name used to take 45 s.
+MAX_NAME_CHARS = 200
+
+
+def safe_name(name: object, limit: int = MAX_NAME_CHARS) -> str:
+    """``name`` for a DOT label or tooltip: cut to ``limit`` characters (+ "…") first, then
+    control characters (NUL, ESC, C1, bidi overrides, newlines) shown as visible escapes
+    (:func:`opgraph.export.console.clean`), which XML and Graphviz accept."""
+    from opgraph.export.console import clean
+
+    s = name if isinstance(name, str) else str(name)
+    if len(s) > limit:
+        s = s[:limit] + "…"
+    return clean(s)
+
+
 def _label_name(vn: ViewNode, width: int = 38) -> str:
-    nm = vn.name or "(unnamed)"
+    nm = safe_name(vn.name) if vn.name else "(unnamed)"
     if vn.kind == "kernel":
         # "void at::native::(anonymous namespace)::max_pool_forward_nchw<float>(...)" -> max_pool_forward_nchw
         from opgraph.analysis.diff import normalize_kernel_name
@@ -512,6 +553,8 @@ def _lane_label(lane: tuple, names: dict[tuple, str], pids: int) -> str:
     if lane[0] == "gpu":
         return f"GPU {lane[1]} · stream {lane[2]}"
     nm = names.get(lane)
+    nm = safe_name(nm) if nm else nm
+    lane = (lane[0], safe_name(lane[1], 40), safe_name(lane[2], 40))
     who = f"pid {lane[1]} · " if pids > 1 else ""
     if nm and str(lane[2]) in nm:
         return f"CPU · {who}{nm}"
@@ -520,13 +563,16 @@ def _lane_label(lane: tuple, names: dict[tuple, str], pids: int) -> str:
 
 def _legend(view: GraphView, title: str) -> str:
     """The graph label: title line, what was drawn/cut, node and edge legend (HTML)."""
-    esc = html.escape
+    def esc(x: str) -> str:  # control characters and huge names never reach the HTML label
+        return html.escape(safe_name(x, 2000))
+
     kinds = [k for k in NODE_STYLE if k in view.counts()]
     ekinds = [k for k in EDGE_STYLE if any(e.kind == k for e in view.edges)]
     if "critical" not in ekinds:
         ekinds.append("critical")
     rows = [f'<TR><TD ALIGN="LEFT"><B>{esc(title)}</B></TD></TR>']
-    info = "<BR ALIGN=\"LEFT\"/>".join(esc(x) for x in view.summary().split("; --max-nodes")[0].split("; "))
+    summary = safe_name(view.summary().split("; --max-nodes")[0], 2000)  # window names can be huge
+    info = "<BR ALIGN=\"LEFT\"/>".join(esc(x) for x in summary.split("; "))
     rows.append(f'<TR><TD ALIGN="LEFT"><FONT POINT-SIZE="10">{info}<BR ALIGN="LEFT"/></FONT></TD></TR>')
     br = '<BR ALIGN="LEFT"/>'
     if view.cut:
@@ -567,7 +613,7 @@ def _node_attrs(vn: ViewNode) -> dict[str, str]:
     label = (f'<{name}{more}<BR/>'
              f'<FONT POINT-SIZE="8" COLOR="#333333">{html.escape(dur + crit)}</FONT>>')
     style = ",".join(x for x in ("filled", extra) if x)
-    tip = (f"{vn.kind}: {vn.name}\ndur {vn.dur / 1000:.3f} µs, start {vn.ts / 1000:.3f} µs, eid {vn.eid}"
+    tip = (f"{vn.kind}: {safe_name(vn.name)}\ndur {vn.dur / 1000:.3f} µs, start {vn.ts / 1000:.3f} µs, eid {vn.eid}"
            + (f"\n+{vn.merged} collapsed events" if vn.merged else "")
            + (f"\ncritical path: {vn.critical_ns / 1000:.3f} µs" if vn.critical else ""))
     attrs = {"label": label, "shape": shape, "style": style, "fillcolor": fill,

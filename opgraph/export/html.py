@@ -44,6 +44,15 @@ CP_PICTURE = {"collapse": "op", "max_nodes": 120}
 _ORJSON = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
 
 
+def script_json(doc: Any) -> str:
+    """``doc`` as JSON safe inside ``<script type="application/json">``: every ``<``, ``>``
+    and ``&`` written as ``\\u003c``/``\\u003e``/``\\u0026`` (the same JSON value), so no
+    name can close the script (``</script>``) or open a comment or another script
+    (``<!--<script>``, which puts the HTML parser in its double-escaped state)."""
+    text = orjson.dumps(doc, option=_ORJSON).decode()
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
 def _json_roundtrip(doc: Any) -> Any:
     """``doc`` as the CLI prints it (orjson, numpy values converted), parsed back."""
     return orjson.loads(orjson.dumps(doc, option=_ORJSON))
@@ -428,7 +437,7 @@ def render_html(G: nx.DiGraph, data: dict[str, Any], notes: list[str], title: st
         o = data["overheads"]
         cdata["overheads"] = {k: o.get(k) for k in ("t1", "t2", "t3", "t4", "t5")}
         cdata["overheads"]["ops"] = {k: {"count": v["count"]} for k, v in (o.get("ops") or {}).items()}
-    blob = orjson.dumps(cdata, option=_ORJSON).decode().replace("</", "<\\/")
+    blob = script_json(cdata)
     foot = "".join(f"<li>{_esc(n)}</li>" for n in notes)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,">

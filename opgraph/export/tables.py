@@ -72,6 +72,11 @@ def _window_line(w: dict[str, Any]) -> str:
     return s + f"; host runtime {_us(w['host_runtime_us'])} µs"
 
 
+#: Thread tables printed by ``breakdown --host`` (the busiest; JSON/CSV hold all): a trace
+#: with 10^5 one-event threads would print 10^5 tables.
+MAX_THREAD_TABLES = 50
+
+
 def render_host_breakdown(doc: dict[str, Any], console: Console) -> None:
     """Print ``opgraph breakdown --host``: one tree table per thread."""
     console.print(styled(("Host breakdown", "bold"), "  " + _window_line(doc["window"])))
@@ -84,7 +89,8 @@ def render_host_breakdown(doc: dict[str, Any], console: Console) -> None:
         for r in dl["by_name"]:
             t.add_row(r["name"], f"{r['count']:,}", _us(r["time_us"]))
         console.print(_fit(t, console.width))
-    for th in doc["threads"]:
+    threads = doc["threads"]  # busiest first
+    for th in threads[:MAX_THREAD_TABLES]:
         title = f"thread {th['pid']}/{th['tid']}" + (f" “{clean(th['name'])}”" if th.get("name") else "")
         title += f": {_us(th['time_us'])} µs, busy {_us(th['busy_us'])} µs"
         t = Table(title=title, title_justify="left")
@@ -95,6 +101,9 @@ def render_host_breakdown(doc: dict[str, Any], console: Console) -> None:
         t.add_column("shapes: most common", no_wrap=True, overflow="ellipsis", max_width=48)
         _tree_rows(t, th["entries"], 0, True)
         console.print(_fit(t, console.width))
+    if len(threads) > MAX_THREAD_TABLES:
+        console.print(f"{len(threads) - MAX_THREAD_TABLES:,} less busy threads not shown (one table each would "
+                      f"be printed): --json or --csv list all {len(threads):,}")
 
 
 def render_device_breakdown(doc: dict[str, Any], console: Console, top_ops: int = 20) -> None:

@@ -152,8 +152,9 @@ def build_payload(table: EventTable, step: Step = _noop) -> dict[str, Any]:
         eid[rt], corr[rt], pid_codes[rt], ts[rt], eid[act], corr[act], ts[act])
     if n_coll:
         warn("correlation_collision", n_coll, coll_ex,
-             "correlation ids carried by runtime calls of more than one process; each device "
-             "activity was linked to the call that started last before it")
+             "runtime calls whose correlation id repeats another call's (across processes or "
+             "within one); each device activity was linked to one call only: the one with its "
+             "id that started last at or before it")
 
     # --- flows: bind end points, pair s/f, cross-check launches ---
     step("flows")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import gzip
 import io
 import pickle
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -187,13 +188,79 @@ ALLOWED_GLOBALS = frozenset({
 })
 
 
+def allocation_cap(file_size: int) -> int:
+    """Largest array (bytes) a saved graph of ``file_size`` bytes may declare: 64x the
+    file plus 64 MiB (object columns and compressed-looking data stay far below it)."""
+    return 64 * int(file_size) + 64 * 2**20
+
+
+class _TooLarge(pickle.UnpicklingError):
+    pass
+
+
+def _declared_bytes(shape: Any, dtype: Any) -> int:
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    n = 1
+    for d in tuple(shape):
+        d = int(d)
+        if d < 0:
+            raise pickle.UnpicklingError(f"negative array dimension {d}")
+        n *= d
+    return n * max(1, np.dtype(dtype).itemsize)
+
+
 class SafeUnpickler(pickle.Unpickler):
-    """Unpickler that only resolves the globals in :data:`ALLOWED_GLOBALS`."""
+    """Unpickler that only resolves the globals in :data:`ALLOWED_GLOBALS`.
+
+    The numpy constructors are wrapped: an array whose declared size exceeds ``max_bytes``
+    (:func:`allocation_cap` of the file size) is refused before anything is allocated."""
+
+    def __init__(self, file: Any, *, max_bytes: int | None = None, **kw: Any):
+        super().__init__(file, **kw)
+        self.max_bytes = max_bytes
+
+    def _check(self, shape: Any, dtype: Any) -> None:
+        if self.max_bytes is None:
+            return
+        try:
+            size = _declared_bytes(shape, dtype)
+        except (TypeError, ValueError, OverflowError) as e:
+            raise pickle.UnpicklingError(f"bad array shape or dtype ({e})") from None
+        if size > self.max_bytes:
+            raise _TooLarge(f"declares a {size:,}-byte array, more than a file of this size can hold "
+                            f"(limit {self.max_bytes:,} bytes)")
 
     def find_class(self, module: str, name: str) -> Any:
-        if (module, name) in ALLOWED_GLOBALS:
-            return super().find_class(module, name)
-        raise pickle.UnpicklingError(f"refused global {module}.{name}: not on opgraph's allow-list")
+        if (module, name) not in ALLOWED_GLOBALS:
+            raise pickle.UnpicklingError(f"refused global {module}.{name}: not on opgraph's allow-list")
+        obj = super().find_class(module, name)
+        if (module, name) == ("numpy", "ndarray"):
+            return _CheckedNdarray(self)
+        if name == "_reconstruct":
+            def reconstruct(subtype: Any, shape: Any, dtype: Any, _f: Any = obj) -> Any:
+                if isinstance(subtype, _CheckedNdarray):
+                    subtype = np.ndarray
+                self._check(shape, dtype if not isinstance(dtype, bytes) else "b")
+                return _f(subtype, shape, dtype)
+            return reconstruct
+        if name == "_frombuffer":
+            def frombuffer(buf: Any, dtype: Any, shape: Any, order: Any, _f: Any = obj) -> Any:
+                self._check(shape, dtype)
+                return _f(buf, dtype, shape, order)
+            return frombuffer
+        return obj
+
+
+class _CheckedNdarray:
+    """``numpy.ndarray`` as a pickle sees it: a size-checked constructor."""
+
+    def __init__(self, unpickler: SafeUnpickler):
+        self.unpickler = unpickler
+
+    def __call__(self, shape: Any, dtype: Any = float, *args: Any, **kw: Any) -> np.ndarray:
+        self.unpickler._check(shape, dtype)
+        return np.ndarray(shape, dtype, *args, **kw)
 
 
 def check_writable(path: str | Path) -> None:
@@ -224,9 +291,10 @@ def save_gpickle(G: "nx.DiGraph | GraphPayload", path: str | Path, inputs: tuple
             gc.enable()
 
 
-def load_gpickle(path: str | Path) -> nx.DiGraph:
+def load_gpickle(path: str | Path, require_opgraph: bool = False) -> nx.DiGraph:
     """Read a ``.gpickle`` through :class:`SafeUnpickler`; bad files raise
-    :class:`OpgraphInputError`."""
+    :class:`OpgraphInputError`. Any ``DiGraph`` loads (its attributes bounded, see
+    :func:`check_graph`); ``require_opgraph`` also requires what the analyses need."""
     p = str(path)
     try:
         with open(path, "rb") as fh:
@@ -241,9 +309,16 @@ def load_gpickle(path: str | Path) -> nx.DiGraph:
     gc.disable()
     bio = io.BytesIO(data)
     try:
-        G = SafeUnpickler(bio).load()
+        G = SafeUnpickler(bio, max_bytes=allocation_cap(len(data))).load()
+    except _TooLarge as e:
+        raise OpgraphInputError(p, f"refused: the pickle {e}") from None
     except pickle.UnpicklingError as e:
         raise OpgraphInputError(p, f"unsafe or corrupt pickle: {e}") from None
+    except MemoryError:
+        raise OpgraphInputError(p, f"refused: the pickle declares an object too large for memory "
+                                   f"(the file is {len(data):,} bytes)") from None
+    except RecursionError:
+        raise OpgraphInputError(p, "refused: the pickle nests objects too deeply") from None
     except (EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError, ImportError) as e:
         raise OpgraphInputError(p, f"corrupt or truncated pickle ({type(e).__name__}: {e})") from None
     finally:
@@ -253,9 +328,262 @@ def load_gpickle(path: str | Path) -> nx.DiGraph:
         # e.g. two writers interleaved, or junk appended: the pickle read so far is not the file
         raise OpgraphInputError(p, f"corrupt pickle: {len(data) - bio.tell()} bytes after the end of the "
                                    f"pickle (at byte {bio.tell()} of {len(data)})")
-    if not isinstance(G, nx.DiGraph):
+    if type(G) is not nx.DiGraph:
         raise OpgraphInputError(p, f"pickle holds a {type(G).__name__}, not a networkx DiGraph")
+    check_graph(G, p, len(data), require_opgraph)
     return G
+
+
+# --------------------------------------------------------------------------- validation
+#: Edge kinds that must form a DAG (docs/model.md): every kind but ``collective``, which
+#: links matched kernels of different ranks in both directions.
+CYCLIC_EDGE_KINDS = frozenset({"collective"})
+#: Deepest nesting of containers in a node attribute or graph attribute.
+MAX_ATTR_DEPTH = 32
+_SCALARS = (str, int, float, bool, type(None), np.integer, np.floating, np.bool_)
+_CONTAINERS = (dict, list, tuple, set, frozenset)
+#: Exact types of scalar attribute values (for the C-level type scans).
+_SCALAR_TYPES = frozenset({str, int, float, bool, type(None), np.int64, np.int32, np.float64, np.float32, np.bool_})
+
+
+def _expanded(obj: Any, memo: dict[int, tuple[int, int]], active: set[int]) -> tuple[int, int]:
+    """(items reached walking ``obj`` as JSON would, depth), per distinct object once:
+    shared references count each time they are reached (a "bomb" of lists referencing
+    each other is small in memory, huge once written out)."""
+    k = id(obj)
+    got = memo.get(k)
+    if got is not None:
+        return got
+    if k in active:
+        raise ValueError("a container contains itself")
+    active.add(k)
+    vals = obj.values() if isinstance(obj, dict) else obj
+    total, depth = 1, 0
+    for v in vals:
+        if type(v) is list and _SCALAR_TYPES.issuperset(map(type, v)):
+            total += len(v) + 1      # a list of scalars (e.g. one of "Input Dims"): no recursion
+            depth = max(depth, 1)
+            continue
+        if isinstance(v, _CONTAINERS):
+            t, d = _expanded(v, memo, active)
+            total += t
+            depth = max(depth, d)
+        else:
+            total += 1
+        if total > 2**62:
+            break
+    active.discard(k)
+    memo[k] = (total, depth + 1)
+    return memo[k]
+
+
+def _check_attrs(path: str, what: str, objs: Any, budget: int, memo: dict, event: Any = None) -> int:
+    """Walk ``objs`` (containers); raise when one is deeper than :data:`MAX_ATTR_DEPTH` or
+    all of them expand to more than ``budget`` items. Returns the items used."""
+    used = 0
+    active: set[int] = set()
+    for i, o in objs:
+        to = type(o)
+        if to in _SCALAR_TYPES:
+            continue
+        if to is dict and _SCALAR_TYPES.issuperset(map(type, o.values())):
+            # the usual case (an args dict of scalars): no walk; map/issuperset run in C
+            memo[id(o)] = (len(o) + 1, 1)
+            used += len(o) + 1
+            if used > budget:
+                raise OpgraphInputError(path, f"{what} expands to more than {budget:,} values once written "
+                                              "out (shared references: a serialisation bomb)", i if event else None)
+            continue
+        if not isinstance(o, _CONTAINERS):
+            if not isinstance(o, _SCALARS) and not isinstance(o, pd.DataFrame):
+                raise OpgraphInputError(path, f"{what} holds a {type(o).__name__}, expected numbers, "
+                                              "strings, lists or objects", i if event else None)
+            continue
+        try:
+            t, d = _expanded(o, memo, active)
+        except (ValueError, RecursionError):
+            raise OpgraphInputError(path, f"{what} contains itself (a reference cycle)", i if event else None) from None
+        if d > MAX_ATTR_DEPTH:
+            raise OpgraphInputError(path, f"{what} nests {d} levels deep (at most {MAX_ATTR_DEPTH})",
+                                    i if event else None)
+        used += t
+        if used > budget:
+            raise OpgraphInputError(path, f"{what} expands to more than {budget:,} values once written "
+                                          "out (shared references: a serialisation bomb)", i if event else None)
+    return used
+
+
+def check_graph(G: nx.DiGraph, path: str, file_size: int, require_opgraph: bool = True) -> None:
+    """Refuse a loaded graph opgraph cannot analyse, with one line naming ``path``:
+    missing graph attributes, nodes without a valid ``kind``/``ts``/``dur``, attributes
+    nested too deeply or expanding to far more than the file holds, and a cycle among the
+    edge kinds that must be acyclic (docs/model.md). Without ``require_opgraph`` only the
+    attribute bounds are checked (any ``DiGraph`` may be saved and loaded)."""
+    gr = G.graph
+    if not require_opgraph:
+        _check_bounds(G, path, file_size)
+        return
+    missing = [k for k in ("events", "source", "schema_version") if k not in gr]
+    if missing:
+        raise OpgraphInputError(path, "not an opgraph graph: graph attribute(s) " + ", ".join(map(repr, missing))
+                                + " missing (save graphs with opgraph build or opgraph.save_graph)")
+    if not isinstance(gr["events"], pd.DataFrame):
+        raise OpgraphInputError(path, f"not an opgraph graph: graph attribute 'events' is a "
+                                      f"{type(gr['events']).__name__}, expected the event table")
+    if not isinstance(gr["source"], dict):
+        raise OpgraphInputError(path, f"not an opgraph graph: graph attribute 'source' is a "
+                                      f"{type(gr['source']).__name__}, expected an object")
+    if type(gr["schema_version"]) is not int:
+        raise OpgraphInputError(path, "not an opgraph graph: graph attribute 'schema_version' is not an integer")
+    job = gr.get("job")
+    if job is not None:
+        if not isinstance(job, dict) or not isinstance(job.get("ranks"), list):
+            raise OpgraphInputError(path, "graph attribute 'job' must be an object with a 'ranks' list")
+        coll = job.get("collectives")
+        if not isinstance(coll, pd.DataFrame):
+            raise OpgraphInputError(path, "graph attribute 'job' has no 'collectives' table")
+        lack = [c for c in ("coll_id", "rank", "node") if c not in coll.columns]
+        if lack:
+            raise OpgraphInputError(path, f"job 'collectives' table lacks column(s) {', '.join(lack)}")
+        if any(not isinstance(r, dict) or "rank" not in r for r in job["ranks"]):
+            raise OpgraphInputError(path, "job 'ranks' rows must be objects with a 'rank'")
+    _check_nodes(G, path)
+    _check_bounds(G, path, file_size)
+    from itertools import chain
+
+    edata = chain.from_iterable(map(dict.values, G._succ.values()))   # every edge's attribute dict, in C
+    ekinds: set[Any] = set(map(dict.get, edata, repeat("kind")))
+    if None in ekinds:
+        u, v = next((u, v) for u, nbrs in G._succ.items() for v, d in nbrs.items() if "kind" not in d)
+        raise OpgraphInputError(path, f"edge {u} -> {v}: attribute 'kind' missing")
+    # acyclic edge kinds
+    if G.number_of_edges():
+        if ekinds & CYCLIC_EDGE_KINDS:
+            H = G.edge_subgraph((u, v) for u, v, d in G.edges(data=True) if d["kind"] not in CYCLIC_EDGE_KINDS)
+        else:
+            H = G
+        if not nx.is_directed_acyclic_graph(H):
+            cyc = nx.find_cycle(H)
+            kinds_in = sorted({H.edges[u, v]["kind"] for u, v, *_ in cyc})
+            raise OpgraphInputError(path, f"the graph has a cycle through nodes {[u for u, *_ in cyc][:8]} "
+                                          f"(edge kinds {', '.join(kinds_in)}), which must be acyclic")
+
+
+def _check_nodes(G: nx.DiGraph, path: str) -> None:
+    """Every node has an integer id, a known ``kind`` and integer ``ts``/``dur`` (ns) whose
+    sum fits int64. Type scans run in C (map/set); the per-node walk only finds the culprit."""
+    nodes = G._node
+    lo, hi = -(2**62), 2**62
+    ok_int = {int, np.int64}
+    ids = list(nodes)
+    vals = list(nodes.values())
+
+    def first_bad(pred) -> Any:
+        return next(n for n, d in zip(ids, vals) if pred(n, d))
+    if not {int, np.int64}.issuperset(map(type, ids)):
+        n = next(n for n in ids if type(n) not in ok_int)
+        raise OpgraphInputError(path, f"node {n!r}: node ids must be integers")
+    for k in ("kind", "ts", "dur"):
+        col = list(map(dict.get, vals, repeat(k, len(vals))))
+        if k == "kind":
+            if not set(ALL_KINDS).issuperset(col) or not {str}.issuperset(map(type, col)):
+                n = first_bad(lambda n, d: type(d.get("kind")) is not str or d.get("kind") not in ALL_KINDS)
+                if "kind" not in nodes[n]:
+                    raise OpgraphInputError(path, f"node {n}: attribute 'kind' missing")
+                raise OpgraphInputError(path, f"node {n}: 'kind' is {nodes[n]['kind']!r}, expected one of the "
+                                              "event kinds")
+        elif not ok_int.issuperset(map(type, col)):
+            n = first_bad(lambda n, d: type(d.get(k)) not in ok_int)
+            if k not in nodes[n]:
+                raise OpgraphInputError(path, f"node {n}: attribute {k!r} missing")
+            raise OpgraphInputError(path, f"node {n}: {k!r} is {nodes[n][k]!r}, expected an integer (ns)")
+    ts = np.fromiter(map(dict.get, vals, repeat("ts", len(vals))), dtype=object, count=len(vals))
+    du = np.fromiter(map(dict.get, vals, repeat("dur", len(vals))), dtype=object, count=len(vals))
+    try:
+        t64, d64 = ts.astype(np.int64), du.astype(np.int64)
+        bad = (t64 < lo) | (t64 > hi) | (d64 < -1) | (d64 > hi) | (d64 > hi - np.maximum(t64, 0))
+    except OverflowError:
+        bad = np.array([not (lo <= t <= hi and -1 <= d <= hi - t) for t, d in zip(ts.tolist(), du.tolist())])
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise OpgraphInputError(path, f"node {ids[i]}: ts {ts[i]} / dur {du[i]} ns out of range "
+                                      "(ts + dur must fit int64)")
+
+
+_CONTAINER_TYPES = frozenset({dict, list, tuple, set, frozenset})
+_ALLOWED_TYPES = _SCALAR_TYPES | _CONTAINER_TYPES
+
+
+def _level_walk(objs: list[Any], budget: int) -> int | None:
+    """Items reached walking ``objs`` as JSON would, level by level with C-level scans
+    (``map``/``chain``): shared references count each time (a bomb grows level by level
+    and is stopped by ``budget`` before it is materialised). None when a level holds a
+    type that is not JSON-like, is deeper than :data:`MAX_ATTR_DEPTH`, or the count passes
+    ``budget``: the caller then finds the culprit with the per-object walk."""
+    from itertools import chain
+
+    total = len(objs)
+    if not _ALLOWED_TYPES.issuperset(map(type, objs)):
+        return None
+    level = [o for o in objs if type(o) in _CONTAINER_TYPES]
+    depth = 0
+    while level:
+        depth += 1
+        if depth > MAX_ATTR_DEPTH:
+            return None
+        total += sum(map(len, level))
+        if total > budget:
+            return None
+        dicts = [o for o in level if type(o) is dict]
+        seqs = [o for o in level if type(o) is not dict]
+        items = list(chain(chain.from_iterable(map(dict.values, dicts)), chain.from_iterable(seqs)))
+        if not _ALLOWED_TYPES.issuperset(map(type, items)):
+            return None
+        level = [o for o in items if type(o) in _CONTAINER_TYPES]
+    return total
+
+
+def _check_bounds(G: nx.DiGraph, path: str, file_size: int) -> None:
+    """Attributes bounded relative to the file (no serialisation bombs) and in depth. Whole
+    columns are walked level by level in C (:func:`_level_walk`); the per-object walk
+    (:func:`_check_attrs`) runs only to name the culprit of a failure."""
+    gr = G.graph
+    budget = 64 * int(file_size) + 2**22
+    memo: dict[int, tuple[int, int]] = {}
+    used = _check_attrs(path, "graph attributes", ((k, v) for k, v in gr.items() if k != "events"),
+                        budget, memo)
+    ev = gr.get("events")
+    if not isinstance(ev, pd.DataFrame):
+        ev = pd.DataFrame()
+    seen: set[int] = set()
+
+    def column(what: str, ids: list[Any], vals: list[Any]) -> None:
+        nonlocal used
+        got = _level_walk(vals, budget - used)
+        if got is None:
+            used += _check_attrs(path, what, zip(ids, vals), budget - used, memo, event=True)
+        else:
+            used += got
+        seen.update(map(id, vals))
+
+    for col in ("args", "extra"):
+        if col in ev:
+            vals = ev[col].tolist()
+            column(f"event {col}", list(range(len(vals))), vals)
+    from itertools import chain
+
+    nodes = G._node
+    keys = set(chain.from_iterable(nodes.values()))   # every attribute name, in C
+    ids = np.array(list(nodes), dtype=object)
+    for k in sorted(keys, key=str):
+        vals = list(map(dict.get, nodes.values(), repeat(k)))
+        if _SCALAR_TYPES.issuperset(map(type, vals)):
+            continue
+        # skip the objects already walked (node args are the event table's args dicts)
+        new = ~np.fromiter(map(seen.__contains__, map(id, vals)), dtype=bool, count=len(vals))
+        arr = np.empty(len(vals), dtype=object)
+        arr[:] = vals
+        column(f"node attribute {k!r}", ids[new].tolist(), arr[new].tolist())
 
 
 # --------------------------------------------------------------------------- node-link JSON
@@ -433,11 +761,11 @@ def read_input(path: str | Path, format: str | None = None, step=None):
     step = step or (lambda _p: None)
     p = str(path)
     if p.endswith(".gpickle"):
-        return load_gpickle(p)
+        return load_gpickle(p, require_opgraph=True)
     step("read")
     src = read_source(p)
     if src.data[:1] == b"\x80" and not src.compressed:
-        return load_gpickle(p)
+        return load_gpickle(p, require_opgraph=True)
     if src.data.startswith(SQLITE_MAGIC):
         doc = None
     else:
@@ -455,10 +783,17 @@ def read_input(path: str | Path, format: str | None = None, step=None):
             err = validation_error(sample, "opgraph-graph.schema.json")
             if err:
                 raise OpgraphInputError(p, f"not a valid opgraph graph document: {err}")
+            if not isinstance(doc.get("events", {}), dict) or not isinstance(doc.get("graph", {}), dict):
+                raise OpgraphInputError(p, "not a valid opgraph graph document: 'events' and 'graph' must be objects")
+            if isinstance(doc.get("graph"), dict) and "events" in doc["graph"]:
+                raise OpgraphInputError(p, "not a valid opgraph graph document: graph.events is not allowed "
+                                           "(the event table is the top-level 'events' object)")
             try:
-                return from_node_link(doc)
-            except (KeyError, TypeError, ValueError) as e:
+                G = from_node_link(doc)
+            except (KeyError, TypeError, ValueError, OverflowError, AttributeError, IndexError) as e:
                 raise OpgraphInputError(p, f"corrupt graph document ({type(e).__name__}: {e})") from None
+            check_graph(G, p, len(src.data))
+            return G
     step("table")
     return read_trace_doc(src, doc, format)
 

@@ -168,6 +168,57 @@ def _check_types(path: str, values: list, field: str, ok: tuple[type, ...],
     return has_none
 
 
+#: Deepest nesting kept inside an event's ``args``; deeper parts are replaced by
+#: :data:`ARGS_TOO_DEEP` (JSON and pickle writers cannot nest a few hundred levels).
+ARGS_MAX_DEPTH = 64
+ARGS_TOO_DEEP = "<nested too deep: dropped by opgraph>"
+_NOT_BRACKETS = bytes(i for i in range(256) if i not in b"{}[]")
+
+
+def _raw_max_depth(data: bytes) -> int:
+    """An upper bound of the document's nesting depth (brackets inside strings count too)."""
+    br = data.translate(None, _NOT_BRACKETS)
+    if not br:
+        return 0
+    lut = np.zeros(256, dtype=np.int8)
+    lut[ord("{")] = lut[ord("[")] = 1
+    lut[ord("}")] = lut[ord("]")] = -1
+    return int(np.cumsum(lut[np.frombuffer(br, dtype=np.uint8)], dtype=np.int32).max())
+
+
+def _cut_deep(obj: Any, depth: int) -> tuple[Any, bool]:
+    """``obj`` with containers below ``depth`` more levels replaced by :data:`ARGS_TOO_DEEP`."""
+    if not isinstance(obj, (dict, list)):
+        return obj, False
+    if depth <= 0:
+        return ARGS_TOO_DEEP, True
+    cut = False
+    for k, v in (obj.items() if isinstance(obj, dict) else enumerate(obj)):
+        if isinstance(v, (dict, list)):
+            nv, c = _cut_deep(v, depth - 1)
+            if c:
+                obj[k] = nv
+                cut = True
+    return obj, cut
+
+
+def _limit_args_depth(src: SourceBytes, args: list) -> list[int]:
+    """Cut every ``args`` deeper than :data:`ARGS_MAX_DEPTH` (in place); the positions cut.
+
+    A fast bound on the raw bytes (top object, event list, event, args: 4 levels) skips
+    the walk for every ordinary trace."""
+    data = getattr(src, "data", None)
+    if isinstance(data, (bytes, bytearray)) and _raw_max_depth(data) <= ARGS_MAX_DEPTH + 4:
+        return []
+    out: list[int] = []
+    for i, a in enumerate(args):
+        if isinstance(a, dict) and a:
+            _, cut = _cut_deep(a, ARGS_MAX_DEPTH)
+            if cut:
+                out.append(i)
+    return out
+
+
 #: |µs| values beyond this do not fit int64 nanoseconds (~292 years).
 _MAX_US = 9.2e15
 
@@ -385,8 +436,12 @@ def events_to_table(src: SourceBytes, events: list) -> EventTable:
     ts_types = set(map(type, ts))
     ts_none = _check_types(path, ts, "ts", (int, float), needs_ts)
     dur_none = _check_types(path, dur, "dur", (int, float), is_x)
-    args_arr = np.asarray(args, dtype=object) if n else np.empty(0, dtype=object)
     _check_types(path, args, "args", (dict,), None, "an object")
+    # cat and bp are looked up as keys: a list or object there is one line, not a TypeError
+    _check_types(path, cat, "cat", (str, int, float, bool), None, "a string")
+    _check_types(path, bp, "bp", (str, int, float, bool), None, "a string")
+    too_deep = _limit_args_depth(src, args)
+    args_arr = np.asarray(args, dtype=object) if n else np.empty(0, dtype=object)
     if not set(map(type, name)) <= {str, type(None)}:
         name = [v if v is None or type(v) is str else str(v) for v in name]
     has_ts = np.not_equal(np.asarray(ts, dtype=object), None) if ts_none else np.ones(n, dtype=bool)
@@ -545,6 +600,10 @@ def events_to_table(src: SourceBytes, events: list) -> EventTable:
         "has_ts": has_ts,
     }, copy=False)
     table = EventTable(df)
+    if too_deep:
+        table.warn("args_too_deep", len(too_deep), too_deep[0],
+                   f"args nested more than {ARGS_MAX_DEPTH} levels deep: the deeper part is replaced by "
+                   f"{ARGS_TOO_DEEP!r} (saving and exporting could not nest it)")
     if not exact:
         table.warn("ts_precision", int(has_ts.sum()), 0,
                    "fractional timestamps could not be read from the file's text; they were rounded "

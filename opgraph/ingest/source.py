@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import gzip
 import hashlib
+import os
+import re
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +13,81 @@ from opgraph.errors import OpgraphInputError
 
 GZIP_MAGIC = b"\x1f\x8b"
 SQLITE_MAGIC = b"SQLite format 3\x00"
+
+#: Default cap on the decompressed size of a gzip input (8 GiB); a larger expansion is
+#: refused with one line before memory runs out (a "gzip bomb" of a few MB can expand to
+#: many GB). Override with the environment variable :data:`MAX_DECOMPRESSED_ENV` (bytes).
+DEFAULT_MAX_DECOMPRESSED_BYTES = 8 * 1024 ** 3
+MAX_DECOMPRESSED_ENV = "OPGRAPH_MAX_DECOMPRESSED_BYTES"
+_IN_STEP = 1 << 20  # compressed bytes fed per call (bounds the unconsumed tail)
+_OUT_STEP = 64 << 20  # decompressed bytes produced per call at most
+_NONZERO = re.compile(rb"[^\x00]")
+
+
+def max_decompressed_bytes(path: str | None = None) -> int:
+    """The decompressed-size cap in bytes: ``$OPGRAPH_MAX_DECOMPRESSED_BYTES`` when set
+    (a positive integer; ``8GiB``-style suffixes KiB/MiB/GiB/TiB accepted), else 8 GiB."""
+    v = os.environ.get(MAX_DECOMPRESSED_ENV, "").strip()
+    if not v:
+        return DEFAULT_MAX_DECOMPRESSED_BYTES
+    m = re.fullmatch(r"(\d+)\s*([KMGT]i?B?)?", v, flags=re.IGNORECASE)
+    if not m or int(m.group(1)) <= 0:
+        raise OpgraphInputError(path, f"{MAX_DECOMPRESSED_ENV}={v!r}: expected a positive number of bytes "
+                                      "(e.g. 17179869184 or 16GiB)")
+    unit = (m.group(2) or "").upper()[:1]
+    return int(m.group(1)) * 1024 ** " KMGT".index(unit or " ")
+
+
+def _size(n: int) -> str:
+    for unit, k in (("GiB", 1024 ** 3), ("MiB", 1024 ** 2), ("KiB", 1024)):
+        if n >= k:
+            return f"{n / k:.4g} {unit}"
+    return f"{n} bytes"
+
+
+def decompress_gzip(raw: bytes, path: str, limit: int | None = None) -> bytes:
+    """Decompress gzip data (one or more members, zero padding between them allowed, as
+    :func:`gzip.decompress`) incrementally, refusing to produce more than ``limit`` bytes
+    (default :func:`max_decompressed_bytes`): :class:`OpgraphInputError` naming ``path``
+    as soon as the cap is passed, so memory never holds more than the cap plus one step."""
+    cap = max_decompressed_bytes(path) if limit is None else limit
+    view = memoryview(raw)
+    n = len(raw)
+    chunks: list[bytes] = []
+    total = 0
+    pos = 0
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        while True:
+            if d.unconsumed_tail:
+                inp = d.unconsumed_tail
+            elif pos < n:
+                inp = view[pos:pos + _IN_STEP]
+                pos += len(inp)
+            else:
+                break
+            out = d.decompress(inp, max(1, min(_OUT_STEP, cap - total + 1)))
+            total += len(out)
+            if total > cap:
+                raise OpgraphInputError(path, f"decompresses to more than {_size(cap)} (the cap on "
+                                              f"decompressed size; set {MAX_DECOMPRESSED_ENV} to raise it)")
+            chunks.append(out)
+            if d.eof:
+                start = pos - len(d.unused_data)
+                nz = _NONZERO.search(raw, start)
+                if nz is None:
+                    return b"".join(chunks)
+                start = nz.start()
+                if raw[start:start + 2] != GZIP_MAGIC:
+                    raise OpgraphInputError(path, f"corrupt gzip data (Not a gzipped file "
+                                                  f"({bytes(raw[start:start + 2])!r}) after the "
+                                                  f"end of the compressed stream)")
+                d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                pos = start
+    except zlib.error as e:
+        raise OpgraphInputError(path, f"corrupt gzip data ({e})") from None
+    raise OpgraphInputError(path, "corrupt gzip data (Compressed file ended before the end-of-stream "
+                                  "marker was reached)")
 
 
 class _Digest:
@@ -66,10 +142,7 @@ def read_source(path: str | Path) -> SourceBytes:
     sha = _Digest(raw)
     compressed = raw[:2] == GZIP_MAGIC
     if compressed:
-        try:
-            data = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as e:
-            raise OpgraphInputError(str(p), f"corrupt gzip data ({e})") from None
+        data = decompress_gzip(raw, str(p))
     else:
         data = raw
     if not data.strip():

@@ -80,8 +80,19 @@ def parse_keep(spec: str | None, files: Sequence[str], budget: int | None = None
     raise ValueError(spec)
 
 
+#: Widest rank range ``A-B`` accepted by :func:`parse_rank_set` (``--keep``, ``--ranks``):
+#: the range is expanded into a set, so ``0-3000000000`` would take gigabytes.
+MAX_RANK_RANGE = 1_000_000
+
+
+class RankRangeTooWide(ValueError):
+    """A rank range wider than :data:`MAX_RANK_RANGE` ranks."""
+
+
 def parse_rank_set(spec: str) -> set[int]:
-    """``"0,3,5-7"`` -> {0, 3, 5, 6, 7}. Raises ``ValueError`` on bad syntax."""
+    """``"0,3,5-7"`` -> {0, 3, 5, 6, 7}. Raises ``ValueError`` on bad syntax and
+    :class:`RankRangeTooWide` (a ``ValueError``) for a range of more than
+    :data:`MAX_RANK_RANGE` ranks, or more than that many ranks in all, before expanding it."""
     out: set[int] = set()
     for part in spec.split(","):
         part = part.strip()
@@ -92,6 +103,9 @@ def parse_rank_set(spec: str) -> set[int]:
             lo, hi = int(a), int(b)
             if hi < lo:
                 raise ValueError(part)
+            if hi - lo + 1 + len(out) > MAX_RANK_RANGE:
+                raise RankRangeTooWide(f"rank range {part} spans {hi - lo + 1:,} ranks; at most "
+                                       f"{MAX_RANK_RANGE:,} ranks can be selected")
             out.update(range(lo, hi + 1))
         else:
             out.add(int(part))
@@ -360,6 +374,8 @@ def collect(inputs: Sequence[str] | str, keep: str | None = "auto", workers: int
     else:
         try:
             rank_set = parse_rank_set(spec)
+        except RankRangeTooWide as e:
+            raise OpgraphInputError(None, f"--keep {keep!r}: {e}") from None
         except ValueError:
             raise OpgraphInputError(None, f"--keep {keep!r}: expected all, none, auto or ranks like 0,3,5-7") from None
         # ranks are known only after reading: each worker decides once it knows its rank,

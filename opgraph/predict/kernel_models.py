@@ -556,7 +556,7 @@ class KernelLookup:
 def read_json(path: str, what: str) -> Any:
     """Read a (optionally gzipped) JSON file; every failure is an
     :class:`OpgraphInputError` naming the file, ``what`` it is, and the problem."""
-    import gzip
+    from opgraph.ingest.source import decompress_gzip
 
     try:
         raw = Path(path).read_bytes()
@@ -567,10 +567,7 @@ def read_json(path: str, what: str) -> Any:
     except OSError as e:
         raise OpgraphInputError(path, f"{what}: cannot read ({e.strerror})") from None
     if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as e:
-            raise OpgraphInputError(path, f"{what}: corrupt gzip ({e})") from None
+        raw = decompress_gzip(raw, path)  # capped: a gzip bomb is refused, not expanded
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as e:
