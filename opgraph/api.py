@@ -38,7 +38,7 @@ PathLike = str | os.PathLike[str]
 __all__ = [
     "Report", "load", "build", "save", "example_trace", "info", "critical_path", "idle", "breakdown",
     "iterations", "summary", "overheads", "roofline", "report", "diff", "what_if", "stragglers", "comm_overlap",
-    "memory_bandwidth", "collectives", "launch_stats",
+    "memory_bandwidth", "collectives", "launch_stats", "queue_length",
     "export_perfetto", "export_graphviz", "report_html", "plot", "graph_tables", "export_tables",
 ]
 
@@ -275,6 +275,21 @@ def launch_stats(G: nx.DiGraph | PathLike, call_cutoff_us: float = 50.0, latency
     from opgraph.analysis.launch_stats import launch_stats as _ls
 
     return _ls(_graph(G), call_cutoff_us, latency_cutoff_us)
+
+
+def queue_length(G: nx.DiGraph | PathLike, limit: int = 1024) -> Any:
+    """Queue length per stream over time, time-weighted, and the time at ``limit``
+    (``opgraph queue``; a :class:`~opgraph.analysis.queue_length.QueueLength`).
+
+    Examples
+    --------
+    >>> import opgraph
+    >>> opgraph.queue_length(opgraph.example_trace("gpu_bound")).to_frame()["stream"].tolist()
+    [7]
+    """
+    from opgraph.analysis.queue_length import queue_length as _ql
+
+    return _ql(_graph(G), limit)
 
 
 def breakdown(G: nx.DiGraph | PathLike, device: bool = False, *, depth: int = 3, top: int | None = None,

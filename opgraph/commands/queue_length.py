@@ -1,0 +1,32 @@
+"""``opgraph queue``: queue length per stream over time (opgraph/analysis/queue_length.py,
+docs/queue-length.md)."""
+
+from __future__ import annotations
+
+import click
+
+from opgraph.cli import _console, emit_json, load_input, main
+from opgraph.table_options import TableFiles, table_file_options, write_frames
+
+
+@main.command("queue")
+@click.argument("input", type=str)
+@click.option("--limit", type=click.IntRange(min=1, max=1 << 30), default=1024, show_default=True,
+              help="Queue length at which launches block the host (CUDA's launch queue depth).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schemas/queue-length.schema.json).")
+@table_file_options
+def queue_cmd(input: str, limit: int, as_json: bool, csv_dir: TableFiles | None) -> None:
+    """Per stream: how many launched activities wait or run, over time (max, time-weighted
+    mean, p50, p90) and how long the queue sat at its limit."""
+    from opgraph.analysis.queue_length import queue_length
+
+    res = queue_length(load_input(input), limit)
+    if csv_dir is not None:
+        write_frames(res.tables(), csv_dir, input)
+    if as_json:
+        emit_json(res.to_dict(), "queue-length.schema.json")
+        return
+    if csv_dir is not None:
+        return
+    from opgraph.export.text_queue import render_queue_length
+    render_queue_length(res.to_frame(), _console())
