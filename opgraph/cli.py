@@ -82,6 +82,10 @@ def load_input(path: str, fmt: str | None = None, label: str = "loading", job_ok
 
     with phase_progress(f"{label} {os.path.basename(path)}") as step:
         G = load_any(path, format=fmt, step=step)
+    if (G.graph.get("trace_metadata") or {}).get("timing") == "ordinal":
+        # an execution trace records no timestamps: say so once, on stderr (JSON stays clean)
+        click.echo(f"note: {path}: an execution trace records no timestamps; every time below is an ordinal "
+                   "position (1 unit = 1 op in program order), printed where µs would be", err=True)
     rank = _RANK.get()
     job = G.graph.get("job")
     if not isinstance(job, dict):

@@ -269,3 +269,20 @@ def test_readme_has_exit_codes_and_outputs() -> None:
     text = (ROOT / "README.md").read_text()
     for w in ("130", "--svg", "--dot", "--png", "report g.gpickle --html", "Exit codes"):
         assert w in text, w
+
+
+def test_execution_trace_times_are_called_ordinal(tmp_path: Path) -> None:
+    """An ET-only graph has ordinal times: the CLI says so and never calls its span µs."""
+    from click.testing import CliRunner
+
+    from opgraph.cli import main
+    from tests.conftest import TRACES
+
+    p = TRACES / "B_et" / "hta_simple_add_et.json.gz"
+    if not p.exists():
+        pytest.skip("trace absent")
+    r = CliRunner().invoke(main, ["info", str(p)])
+    assert r.exit_code == 0
+    assert "ordinal units" in r.output and "note:" in r.output
+    span_line = next(ln for ln in r.output.splitlines() if ln.startswith("events "))
+    assert "µs" not in span_line

@@ -25,8 +25,10 @@ def render_info(doc: dict[str, Any], console: Console) -> None:
     console.print(styled((cell(src.get("file")), "bold"), f"  format={cell(src.get('format'))}  "
                          f"sha256={cell(src.get('sha256'))[:12]}…  opgraph {doc.get('opgraph_version')}"))
     span = doc["span"]
+    ordinal = any(h.get("code") == "et_ordinal_time" for h in doc.get("health", []) if isinstance(h, dict))
     console.print(f"events {doc['events']:,}   nodes {doc['nodes']:,}   edges {doc['edges']:,}   "
-                  f"span {span['duration_us']:,.3f} µs")
+                  + (f"span {span['duration_us']:,.0f} ordinal units (one per op; no timestamps)" if ordinal
+                     else f"span {span['duration_us']:,.3f} µs"))
     grid = Table.grid(padding=(0, 4))
     grid.add_row(_kv_table("Events by kind", doc["events_by_kind"]),
                  _kv_table("Nodes by kind", doc["nodes_by_kind"]),
