@@ -212,12 +212,13 @@ def render_summary(doc: dict[str, Any], console: Console) -> None:
         else:
             line += " (give --batch-size for QPS)"
         console.print(line)
-    t = Table(title="GPU per device (µs)", title_justify="left")
+    t = Table(title="GPU per device (µs). Window: the steps' window above, not the GPU span (`opgraph idle` uses "
+                    "the GPU span, first to last activity)", title_justify="left")
     t.add_column("", no_wrap=True)
     for d in doc["devices"]:
         t.add_column(f"device {d['device']}", justify="right", no_wrap=True)
-    rows = [("streams", lambda d: str(d["streams"])), ("span", lambda d: _us(d["span_us"])),
-            ("busy (union)", lambda d: f"{_us(d['busy_us'])} ({_pct(d['busy_pct'])} %)"),
+    rows = [("streams", lambda d: str(d["streams"])), ("window", lambda d: _us(d["span_us"])),
+            ("busy (union), % of window", lambda d: f"{_us(d['busy_us'])} ({_pct(d['busy_pct'])} %)"),
             ("idle", lambda d: f"{_us(d['idle_us'])} ({_pct(d['idle_pct'])} %)"),
             ("Σ stream active", lambda d: _us(d["stream_active_us"])),
             ("overlap", lambda d: f"{_us(d['overlap_us'])} ({_pct(d['overlap_pct'])} %)")]
@@ -225,7 +226,7 @@ def render_summary(doc: dict[str, Any], console: Console) -> None:
         t.add_row(label, *[fn(d) for d in doc["devices"]])
     if doc["devices"]:
         console.print(_fit(t, console.width))
-        console.print("busy = union of activity intervals; idle = span − busy; overlap = Σ stream active − busy")
+        console.print("busy = union of activity intervals; idle = window − busy; overlap = Σ stream active − busy")
     else:
         console.print(f"GPU per device: {NO_GPU}")
     t = Table(title="Streams", title_justify="left")

@@ -198,8 +198,9 @@ def render_idle(res, console: Console, top: int = 15) -> None:
     """Print ``opgraph idle`` tables."""
     from opgraph.analysis.idle import CAUSES
 
-    t = Table(title="GPU idle per device, by cause (µs; the causes sum to the idle)", title_justify="left")
-    for c in ("device", "span", "busy", "busy %", "idle") + tuple(c.replace("_", " ") for c in CAUSES) + (
+    t = Table(title="GPU idle per device, by cause (µs; the causes sum to the idle). Window: the GPU span, first "
+                    "activity start to last activity end (`opgraph summary` uses the steps' window)", title_justify="left")
+    for c in ("device", "GPU span", "busy", "busy % of GPU span", "idle") + tuple(c.replace("_", " ") for c in CAUSES) + (
             "gaps (host late)",):
         t.add_column(c, justify="right")
     for d in res.devices:
