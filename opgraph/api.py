@@ -38,7 +38,7 @@ PathLike = str | os.PathLike[str]
 __all__ = [
     "Report", "load", "build", "save", "example_trace", "info", "critical_path", "idle", "breakdown",
     "iterations", "summary", "overheads", "roofline", "report", "diff", "what_if", "stragglers", "comm_overlap",
-    "memory_bandwidth", "collectives", "launch_stats", "queue_length",
+    "memory_bandwidth", "collectives", "launch_stats", "queue_length", "gpu_categories",
     "export_perfetto", "export_graphviz", "report_html", "plot", "graph_tables", "export_tables",
 ]
 
@@ -290,6 +290,21 @@ def queue_length(G: nx.DiGraph | PathLike, limit: int = 1024) -> Any:
     from opgraph.analysis.queue_length import queue_length as _ql
 
     return _ql(_graph(G), limit)
+
+
+def gpu_categories(G: nx.DiGraph | PathLike) -> Any:
+    """GPU time by operation category and kernel type (``opgraph categories``; a
+    :class:`~opgraph.analysis.categories.CategoryBreakdown`).
+
+    Examples
+    --------
+    >>> import opgraph
+    >>> opgraph.gpu_categories(opgraph.example_trace("gpu_bound")).to_frame()["category"].tolist()
+    ['GEMM']
+    """
+    from opgraph.analysis.categories import gpu_categories as _cats
+
+    return _cats(_graph(G))
 
 
 def breakdown(G: nx.DiGraph | PathLike, device: bool = False, *, depth: int = 3, top: int | None = None,

@@ -1,0 +1,31 @@
+"""``opgraph categories``: GPU time by operation category and kernel type
+(opgraph/analysis/categories.py, docs/categories.md)."""
+
+from __future__ import annotations
+
+import click
+
+from opgraph.cli import _console, emit_json, load_input, main
+from opgraph.table_options import TableFiles, table_file_options, write_frames
+
+
+@main.command("categories")
+@click.argument("input", type=str)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schemas/categories.schema.json).")
+@table_file_options
+def categories_cmd(input: str, as_json: bool, csv_dir: TableFiles | None) -> None:
+    """GPU time by operation category (GEMM, conv, attention, norm, reduction, elementwise,
+    embedding, copy, communication, memcpy/memset, other) and by kernel type."""
+    from opgraph.analysis.categories import gpu_categories
+
+    res = gpu_categories(load_input(input))
+    tables = res.tables()
+    if csv_dir is not None:
+        write_frames(tables, csv_dir, input)
+    if as_json:
+        emit_json(res.to_dict(), "categories.schema.json")
+        return
+    if csv_dir is not None:
+        return
+    from opgraph.export.text_categories import render_categories
+    render_categories(tables, _console())
