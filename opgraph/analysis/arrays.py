@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import networkx as nx
 import numpy as np
@@ -49,6 +50,17 @@ class GraphArrays:
     edge_attrs: dict[str, dict[str, np.ndarray]] | None = None
     #: ``name`` factorized once (codes, distinct names), for :meth:`names_match`.
     _name_codes: tuple[np.ndarray, list[str]] | None = field(default=None, init=False, repr=False)
+
+    @cached_property
+    def multi_rank(self) -> bool:
+        """The nodes belong to more than one rank (a multi-rank job graph)."""
+        return self.rank is not None and bool(self.rank.any())
+
+    @cached_property
+    def lane_first(self) -> dict[int, int]:
+        """Per lane code, the position of its first node (for labelling a lane)."""
+        codes, first = np.unique(self.lane, return_index=True)
+        return dict(zip(codes.tolist(), first.tolist()))
 
     def names_match(self, rx: re.Pattern[str]) -> np.ndarray:
         """Per node: ``rx.search(name)``, run once per distinct name (a missing name is "")."""

@@ -53,7 +53,7 @@ def lane_label(a: GraphArrays, p: int) -> str:
     (with ``"rank r "`` first in a multi-rank job graph)."""
     if p < 0:
         return ""
-    rank = f"rank {int(a.rank[p])} " if a.rank is not None and a.rank.any() else ""
+    rank = f"rank {int(a.rank[p])} " if a.multi_rank else ""
     if a.kind[p] in ("kernel", "memcpy", "memset", "gpu_annotation"):
         return f"{rank}stream {int(a.device[p])}/{int(a.stream[p])}"
     return f"{rank}thread {a.pid[p]}/{a.tid[p]}"
@@ -66,7 +66,7 @@ def path_segments(d: BoundaryDAG, raw: list[RawSegment]) -> list[PathSegment]:
     lane_pos: dict[int, int] = {}
     for r in raw:
         lane_pos.setdefault(r.lane, r.owner if r.owner >= 0 else (r.dst if r.dst >= 0 else r.src))
-    labels = {ln: lane_label(a, p) for ln, p in lane_pos.items()}
+    labels = {ln: lane_label(a, p) for ln, p in lane_pos.items()}  # once per lane
     for r in raw:
         edge = ROLES[r.role] if r.role >= 0 else ("collective" if r.role == -1 and r.src >= 0 else "")
         if r.src < 0 and r.role < 0:
@@ -145,7 +145,7 @@ def critical_path(G: nx.DiGraph, window: str | None = None, dag: BoundaryDAG | N
     sel = select_windows(a, window)
     results: list[WindowPath] = []
     for w, (sink, wend) in zip(sel.items, window_sinks(d, sel.items)):
-        wl = lane_label(a, int(np.flatnonzero(a.lane == w.lane)[0])) if w.lane is not None and (a.lane == w.lane).any() else ""
+        wl = lane_label(a, a.lane_first.get(w.lane, -1)) if w.lane is not None else ""
         if sink < 0:
             results.append(WindowPath(w.name, w.eid, w.start_ns, w.start_ns, [], wl))
             continue
