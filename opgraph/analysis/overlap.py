@@ -121,15 +121,24 @@ def comm_overlap(G: nx.DiGraph, window: str | None = None, arr: GraphArrays | No
     items = [(w.name, w.start_ns, w.end_ns) for w in wins]
     if wins.is_steps and window is None:
         items.append(("all", None, None))
+    # activities sorted by (device, launch time): each (window, device) is one searchsorted slice
+    o = np.lexsort((launch_ts, dev))
+    dev_s, lt_s = dev[o], launch_ts[o]
+    ts, end, compute, comm, memory = ts[o], end[o], compute[o], comm[o], memory[o]
+    devices, dev_lo = np.unique(dev_s, return_index=True)
+    dev_hi = np.r_[dev_lo[1:], len(dev_s)]
     rows = []
     for name, w0, w1 in items:
-        inw = np.ones(len(act), dtype=bool) if w0 is None else (launch_ts >= w0) & (launch_ts < w1)
-        for d in np.unique(dev[inw]).tolist():
-            m = inw & (dev == d)
-            if not m.any():
+        for d, lo_d, hi_d in zip(devices.tolist(), dev_lo.tolist(), dev_hi.tolist()):
+            if w0 is None:
+                lo, hi = lo_d, hi_d
+            else:
+                lo = lo_d + int(np.searchsorted(lt_s[lo_d:hi_d], w0, "left"))
+                hi = lo_d + int(np.searchsorted(lt_s[lo_d:hi_d], w1, "left"))
+            if hi <= lo:
                 continue
-            s, e = ts[m], end[m]
-            c, k, y = compute[m], comm[m], memory[m]
+            s, e = ts[lo:hi], end[lo:hi]
+            c, k, y = compute[lo:hi], comm[lo:hi], memory[lo:hi]
             span = int(e.max() - s.min())
             busy = _union_len(s, e)
             comp_n = _union_len(s[c], e[c])
