@@ -106,27 +106,21 @@ def gpu_categories(G: nx.DiGraph, roofline_result: Any = None) -> CategoryBreakd
     names = k["name"].astype(object).fillna("").astype(str).to_numpy(object)
     kinds = k["kind"].astype(str).to_numpy(object)
     fam = k["family"].astype(object).to_numpy(object)
-    comm = np.array([bool(re.search(COMM_KERNEL_PATTERN, n)) for n in names], dtype=bool) if len(k) else \
-        np.zeros(0, bool)
+    # the regexes run once per distinct kernel name
+    codes, uniq = pd.factorize(names)
+    comm_rx = re.compile(COMM_KERNEL_PATTERN)
+    rules = [(c, re.compile(rx)) for c, rx in NAME_RULES]
+    u_comm = np.array([bool(comm_rx.search(n)) for n in uniq], dtype=bool)
+    u_rule = np.array([next((c for c, rx in rules if rx.search(n)), None) for n in uniq], dtype=object)
+    comm = u_comm[codes] if len(k) else np.zeros(0, bool)
+    by_name = u_rule[codes] if len(k) else np.zeros(0, object)
     mem = np.isin(kinds, ("memcpy", "memset"))
     typ = np.where(mem, "memory", np.where(comm, "communication", "computation"))
-    cat = np.full(len(k), "other", dtype=object)
-    src = np.full(len(k), "none", dtype=object)
-    rules = [(c, re.compile(rx)) for c, rx in NAME_RULES]
-    uniq: dict[str, str | None] = {}
-    for i in range(len(k)):
-        if mem[i]:
-            cat[i], src[i] = "memcpy/memset", "kind"
-            continue
-        f = fam[i]
-        if isinstance(f, str) and f in FAMILY_CATEGORY and not comm[i]:
-            cat[i], src[i] = FAMILY_CATEGORY[f], "op model"
-            continue
-        n = names[i]
-        if n not in uniq:
-            uniq[n] = next((c for c, rx in rules if rx.search(n)), None)
-        if uniq[n] is not None:
-            cat[i], src[i] = uniq[n], "kernel name"
+    fam_cat = pd.Series(fam, dtype=object).map(FAMILY_CATEGORY).to_numpy(object)
+    modelled = pd.notna(fam_cat) & ~comm
+    named = ~modelled & pd.notna(by_name)
+    cat = np.where(mem, "memcpy/memset", np.where(modelled, fam_cat, np.where(named, by_name, "other"))).astype(object)
+    src = np.where(mem, "kind", np.where(modelled, "op model", np.where(named, "kernel name", "none"))).astype(object)
     df = pd.DataFrame({"eid": k["eid"].to_numpy(), "kind": kinds, "name": names, "device": k["device"].to_numpy(),
                        "dur_ns": k["dur_ns"].to_numpy(np.int64), "op": k["op_name"].astype(object).to_numpy(object),
                        "type": typ, "category": cat, "source": src})
