@@ -138,10 +138,17 @@ def collectives(G: nx.DiGraph) -> CollectivesResult:
     """Every communication kernel of ``G`` with its collective, message size and algorithm
     and bus bandwidth (module docstring)."""
     rx = re.compile(COMM_KERNEL_PATTERN)
+    is_comm: dict[Any, bool] = {}   # the regex once per distinct kernel name
     pred = G.pred
     rows = []
     for eid, d in G.nodes(data=True):
-        if d.get("kind") != "kernel" or not rx.search(str(d.get("name") or "")):
+        if d.get("kind") != "kernel":
+            continue
+        nm = d.get("name")
+        hit = is_comm.get(nm)
+        if hit is None:
+            hit = is_comm[nm] = bool(rx.search(str(nm or "")))
+        if not hit:
             continue
         rec, source = _record(d.get("args") or {}), "kernel"
         if rec is None:
