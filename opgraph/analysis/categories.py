@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from opgraph.analysis.arrays import COMM_KERNEL_PATTERN
-from opgraph.analysis.display import TableResult
+from opgraph.analysis.display import TableResult, json_records
 
 #: Roofline family -> category.
 FAMILY_CATEGORY: dict[str, str] = {
@@ -88,11 +88,7 @@ class CategoryBreakdown(TableResult):
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (``schemas/categories.schema.json``)."""
         t = self.tables()
-
-        def recs(df: pd.DataFrame) -> list[dict[str, Any]]:
-            return [{k: (int(v) if isinstance(v, (np.integer,)) else (float(v) if isinstance(v, np.floating) else v))
-                     for k, v in r.items()} for r in df.to_dict("records")]
-        return {"by_category": recs(t["by_category"]), "by_type": recs(t["by_type"]),
+        return {"by_category": json_records(t["by_category"]), "by_type": json_records(t["by_type"]),
                 "gpu_us": float(self.activities["dur_ns"].sum()) / 1e3}
 
 

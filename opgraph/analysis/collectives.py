@@ -31,11 +31,10 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import networkx as nx
-import numpy as np
 import pandas as pd
 
 from opgraph.analysis.arrays import COMM_KERNEL_PATTERN
-from opgraph.analysis.display import TableResult
+from opgraph.analysis.display import TableResult, json_records
 
 #: Bytes per element of the dtype names collective records use.
 DTYPE_BYTES: dict[str, int] = {
@@ -117,21 +116,8 @@ class CollectivesResult(TableResult):
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (``schemas/collectives.schema.json``)."""
-        def clean(r: dict[str, Any]) -> dict[str, Any]:
-            out = {}
-            for key, v in r.items():
-                if v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA:
-                    out[key] = None
-                elif isinstance(v, (np.integer,)):
-                    out[key] = int(v)
-                elif isinstance(v, (np.floating,)):
-                    out[key] = float(v)
-                else:
-                    out[key] = v
-            return out
         t = self.tables()
-        return {"summary": [clean(r) for r in t["summary"].to_dict("records")],
-                "kernels": [clean(r) for r in t["kernels"].to_dict("records")]}
+        return {"summary": json_records(t["summary"]), "kernels": json_records(t["kernels"])}
 
 
 def collectives(G: nx.DiGraph) -> CollectivesResult:

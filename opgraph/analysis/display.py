@@ -5,8 +5,10 @@ Jupyter (``_repr_html_``). Pure data: nothing here prints."""
 from __future__ import annotations
 
 import html
-from typing import ClassVar
+import math
+from typing import Any, ClassVar
 
+import numpy as np
 import pandas as pd
 
 
@@ -47,3 +49,20 @@ class TableResult:
             parts.append(df.head(self.display_rows).to_html(index=False, escape=True, max_cols=30))
         parts.append("</div>")
         return "".join(parts)
+
+
+def json_value(v: Any) -> Any:
+    """A DataFrame cell as JSON: numpy scalars as Python numbers, NaN / NA / ±inf as None."""
+    if v is None or v is pd.NA:
+        return None
+    if isinstance(v, (np.integer, np.bool_)):
+        return v.item()
+    if isinstance(v, (float, np.floating)):
+        f = float(v)
+        return None if math.isnan(f) or math.isinf(f) else f
+    return v
+
+
+def json_records(df: pd.DataFrame, n: int | None = None) -> list[dict[str, Any]]:
+    """The rows of ``df`` (the first ``n``) as JSON-ready dicts (:func:`json_value`)."""
+    return [{k: json_value(v) for k, v in r.items()} for r in (df.head(n) if n else df).to_dict("records")]

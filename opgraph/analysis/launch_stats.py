@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from opgraph.analysis.arrays import GraphArrays
-from opgraph.analysis.display import TableResult
+from opgraph.analysis.display import TableResult, json_records
 
 #: Lower edges (µs) of the kernel-duration histogram; the last bin is open.
 HIST_EDGES_US: tuple[float, ...] = (0, 1, 2, 5, 10, 20, 50, 100, 1000)
@@ -106,21 +106,10 @@ class LaunchStats(TableResult):
         """JSON-ready (``schemas/launch-stats.schema.json``; µs)."""
         t = self.tables()
 
-        def recs(df: pd.DataFrame, n: int | None = None) -> list[dict[str, Any]]:
-            out = []
-            for r in (df.head(n) if n else df).to_dict("records"):
-                out.append({k: (None if v is None or (isinstance(v, float) and np.isnan(v)) else
-                                (int(v) if isinstance(v, np.integer) else
-                                 (float(v) if isinstance(v, np.floating) else
-                                  (None if isinstance(v, float) and v == np.inf else v))))
-                            for k, v in r.items()})
-            return out
-        hist = recs(t["histogram"])
-        for h in hist:
-            if h["to_us"] is not None and h["to_us"] == float("inf"):
-                h["to_us"] = None
-        return {"summary": recs(t["summary"])[0], "histogram": hist, "short_by_op": recs(t["short_by_op"], top),
-                "call_outliers": recs(t["call_outliers"], top), "latency_outliers": recs(t["latency_outliers"], top)}
+        return {"summary": json_records(t["summary"])[0], "histogram": json_records(t["histogram"]),
+                "short_by_op": json_records(t["short_by_op"], top),
+                "call_outliers": json_records(t["call_outliers"], top),
+                "latency_outliers": json_records(t["latency_outliers"], top)}
 
 
 def launch_stats(G: nx.DiGraph, call_cutoff_us: float = 50.0, latency_cutoff_us: float = 100.0,

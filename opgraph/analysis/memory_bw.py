@@ -27,7 +27,7 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
-from opgraph.analysis.display import TableResult
+from opgraph.analysis.display import TableResult, json_records
 
 #: Columns of the per-kind table (``tables()["by_kind"]``, µs and GB/s).
 BY_KIND_COLUMNS: tuple[str, ...] = ("device", "kind", "count", "no_bytes", "bytes", "time_us", "gbps", "gbps_p50",
@@ -74,11 +74,7 @@ class MemoryBandwidth(TableResult):
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (``schemas/memory-bw.schema.json``; µs, bytes, GB/s)."""
-        by = self.tables()["by_kind"]
-        recs = []
-        for r in by.to_dict("records"):
-            recs.append({k: (None if (isinstance(v, float) and np.isnan(v)) else v) for k, v in r.items()})
-        return {"by_kind": recs, "copies": int(len(self.copies)),
+        return {"by_kind": json_records(self.tables()["by_kind"]), "copies": int(len(self.copies)),
                 "bytes": int(self.copies["bytes"].fillna(0).sum()) if len(self.copies) else 0}
 
 
