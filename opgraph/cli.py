@@ -154,6 +154,18 @@ def emit_json(doc: Any, schema: str | None = None) -> None:
                             | orjson.OPT_SERIALIZE_NUMPY).decode())
 
 
+def emit_result(input: str, tables: dict[str, Any], files: TableFiles | None, as_json: bool,
+                doc: Callable[[], Any], schema: str, render: Callable[[], None]) -> None:
+    """The output of a table command: its table files when asked (``files``), then its
+    JSON (``doc()``, validated against ``schema``) or, when neither was asked, ``render()``."""
+    if files is not None:
+        write_frames(tables, files, input)
+    if as_json:
+        emit_json(doc(), schema)
+    elif files is None:
+        render()
+
+
 def _console():
     """The console commands print through: names literal and clean, full width when piped
     (:mod:`opgraph.export.console`)."""

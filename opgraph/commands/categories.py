@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import click
 
-from opgraph.cli import _console, emit_json, load_input, main
-from opgraph.table_options import TableFiles, table_file_options, write_frames
+from opgraph.cli import _console, emit_result, load_input, main
+from opgraph.table_options import TableFiles, table_file_options
 
 
 @main.command("categories")
@@ -18,14 +18,9 @@ def categories_cmd(input: str, as_json: bool, csv_dir: TableFiles | None) -> Non
     embedding, copy, communication, memcpy/memset, other) and by kernel type."""
     from opgraph.analysis.categories import gpu_categories
 
+    from opgraph.export.text_categories import render_categories
+
     res = gpu_categories(load_input(input))
     tables = res.tables()
-    if csv_dir is not None:
-        write_frames(tables, csv_dir, input)
-    if as_json:
-        emit_json(res.to_dict(), "categories.schema.json")
-        return
-    if csv_dir is not None:
-        return
-    from opgraph.export.text_categories import render_categories
-    render_categories(tables, _console())
+    emit_result(input, tables, csv_dir, as_json, res.to_dict, "categories.schema.json",
+                lambda: render_categories(tables, _console()))

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import click
 
-from opgraph.cli import _console, emit_json, load_input, main
-from opgraph.table_options import TableFiles, table_file_options, write_frames
+from opgraph.cli import _console, emit_result, load_input, main
+from opgraph.table_options import TableFiles, table_file_options
 
 
 @main.command("collectives")
@@ -18,13 +18,8 @@ def collectives_cmd(input: str, as_json: bool, csv_dir: TableFiles | None) -> No
     time, algorithm bandwidth and bus bandwidth (from the trace's own collective records)."""
     from opgraph.analysis.collectives import collectives
 
-    res = collectives(load_input(input))
-    if csv_dir is not None:
-        write_frames(res.tables(), csv_dir, input)
-    if as_json:
-        emit_json(res.to_dict(), "collectives.schema.json")
-        return
-    if csv_dir is not None:
-        return
     from opgraph.export.text_collectives import render_collectives
-    render_collectives(res.to_frame(), _console())
+
+    res = collectives(load_input(input))
+    emit_result(input, res.tables(), csv_dir, as_json, res.to_dict, "collectives.schema.json",
+                lambda: render_collectives(res.to_frame(), _console()))

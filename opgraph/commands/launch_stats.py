@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import click
 
-from opgraph.cli import _console, emit_json, load_input, main
-from opgraph.table_options import TableFiles, table_file_options, write_frames
+from opgraph.cli import _console, emit_result, load_input, main
+from opgraph.table_options import TableFiles, table_file_options
 
 
 @main.command("launch-stats")
@@ -24,14 +24,9 @@ def launch_stats_cmd(input: str, call_cutoff_us: float, latency_cutoff_us: float
     launch latency), outliers, and kernels shorter than their own launch call."""
     from opgraph.analysis.launch_stats import launch_stats
 
+    from opgraph.export.text_launch import render_launch_stats
+
     res = launch_stats(load_input(input), call_cutoff_us, latency_cutoff_us)
     tables = res.tables()
-    if csv_dir is not None:
-        write_frames(tables, csv_dir, input)
-    if as_json:
-        emit_json(res.to_dict(top), "launch-stats.schema.json")
-        return
-    if csv_dir is not None:
-        return
-    from opgraph.export.text_launch import render_launch_stats
-    render_launch_stats(tables, _console(), top)
+    emit_result(input, tables, csv_dir, as_json, lambda: res.to_dict(top), "launch-stats.schema.json",
+                lambda: render_launch_stats(tables, _console(), top))

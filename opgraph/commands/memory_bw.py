@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import click
 
-from opgraph.cli import _console, emit_json, load_input, main
-from opgraph.table_options import TableFiles, table_file_options, write_frames
+from opgraph.cli import _console, emit_result, load_input, main
+from opgraph.table_options import TableFiles, table_file_options
 
 
 @main.command("memory-bw")
@@ -18,13 +18,8 @@ def memory_bw_cmd(input: str, as_json: bool, csv_dir: TableFiles | None) -> None
     exact durations the profiler's own bandwidth argument gives, not the µs-rounded ones)."""
     from opgraph.analysis.memory_bw import memory_bandwidth
 
-    res = memory_bandwidth(load_input(input))
-    if csv_dir is not None:
-        write_frames(res.tables(), csv_dir, input)
-    if as_json:
-        emit_json(res.to_dict(), "memory-bw.schema.json")
-        return
-    if csv_dir is not None:
-        return
     from opgraph.export.text_memory import render_memory_bw
-    render_memory_bw(res.to_frame(), _console())
+
+    res = memory_bandwidth(load_input(input))
+    emit_result(input, res.tables(), csv_dir, as_json, res.to_dict, "memory-bw.schema.json",
+                lambda: render_memory_bw(res.to_frame(), _console()))

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import click
 
-from opgraph.cli import _console, emit_json, load_input, main
-from opgraph.table_options import TableFiles, table_file_options, write_frames
+from opgraph.cli import _console, emit_result, load_input, main
+from opgraph.table_options import TableFiles, table_file_options
 
 
 @main.command("overlap")
@@ -25,12 +25,8 @@ def overlap_cmd(input: str, window: str | None, as_json: bool, csv_dir: TableFil
     check_window(G, input, window)
     with window_errors(input, "--window"):
         res = comm_overlap(G, window)
-    if csv_dir is not None:
-        write_frames(res.tables(), csv_dir, input)
-    if as_json:
-        emit_json(res.to_dict(), "overlap.schema.json")
-        return
-    if csv_dir is not None:
-        return
     from opgraph.export.text import render_overlap
-    render_overlap(res.tables()["overlap"], _console())
+
+    tables = res.tables()
+    emit_result(input, tables, csv_dir, as_json, res.to_dict, "overlap.schema.json",
+                lambda: render_overlap(tables["overlap"], _console()))

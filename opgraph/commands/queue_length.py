@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import click
 
-from opgraph.cli import _console, emit_json, load_input, main
-from opgraph.table_options import TableFiles, table_file_options, write_frames
+from opgraph.cli import _console, emit_result, load_input, main
+from opgraph.table_options import TableFiles, table_file_options
 
 
 @main.command("queue")
@@ -20,13 +20,8 @@ def queue_cmd(input: str, limit: int, as_json: bool, csv_dir: TableFiles | None)
     mean, p50, p90) and how long the queue sat at its limit."""
     from opgraph.analysis.queue_length import queue_length
 
-    res = queue_length(load_input(input), limit)
-    if csv_dir is not None:
-        write_frames(res.tables(), csv_dir, input)
-    if as_json:
-        emit_json(res.to_dict(), "queue-length.schema.json")
-        return
-    if csv_dir is not None:
-        return
     from opgraph.export.text_queue import render_queue_length
-    render_queue_length(res.to_frame(), _console())
+
+    res = queue_length(load_input(input), limit)
+    emit_result(input, res.tables(), csv_dir, as_json, res.to_dict, "queue-length.schema.json",
+                lambda: render_queue_length(res.to_frame(), _console()))
