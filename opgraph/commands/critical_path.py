@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from opgraph.cli import _console, emit_json, load_input, main
-from opgraph.table_options import TableFiles, table_file_options, write_frames
+from opgraph.cli import _console, emit_result, load_input, main
+from opgraph.table_options import TableFiles, table_file_options
 from opgraph.errors import OpgraphInputError
 
 
@@ -25,15 +25,9 @@ def _crossrank(G, input: str, window: str | None, ranks: str | None, as_json: bo
         res = crossrank_critical_path(G, ranks=sel)
     except ValueError as e:
         raise OpgraphInputError(input, str(e)) from None
-    if files is not None:
-        write_frames(res.tables(), files, input)
-    if as_json:
-        emit_json(res.to_dict(with_path=not no_path), "critical-path.schema.json")
-        return
-    if files is not None:
-        return
     from opgraph.export.text_crossrank import render_crossrank_path
-    render_crossrank_path(res, _console(), top=top)
+    emit_result(input, res.tables(), files, as_json, lambda: res.to_dict(with_path=not no_path),
+                "critical-path.schema.json", lambda: render_crossrank_path(res, _console(), top=top))
 
 
 @main.command("critical-path")
@@ -68,15 +62,9 @@ def critical_path_cmd(input: str, window: str | None, as_json: bool, no_path: bo
     check_window(G, input, window)
     with window_errors(input, "--window"):
         res = critical_path(G, window=window)
-    if csv_dir is not None:
-        write_frames(res.tables(), csv_dir, input)
-    if as_json:
-        emit_json(res.to_dict(with_path=not no_path), "critical-path.schema.json")
-        return
-    if csv_dir is not None:
-        return
     from opgraph.export.text import render_critical_path
-    render_critical_path(res, _console(), top=top)
+    emit_result(input, res.tables(), csv_dir, as_json, lambda: res.to_dict(with_path=not no_path),
+                "critical-path.schema.json", lambda: render_critical_path(res, _console(), top=top))
 
 
 @main.command("idle")
@@ -92,12 +80,6 @@ def idle_cmd(input: str, kernel_wait_us: float, top: int, as_json: bool, csv_dir
 
     G = load_input(input)
     res = idle_time(G, kernel_wait_us=kernel_wait_us)
-    if csv_dir is not None:
-        write_frames(res.tables(), csv_dir, input)
-    if as_json:
-        emit_json(res.to_dict(top=top), "idle.schema.json")
-        return
-    if csv_dir is not None:
-        return
     from opgraph.export.text import render_idle
-    render_idle(res, _console(), top=top)
+    emit_result(input, res.tables(), csv_dir, as_json, lambda: res.to_dict(top=top), "idle.schema.json",
+                lambda: render_idle(res, _console(), top=top))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from opgraph.cli import _console, emit_json, load_input, main
-from opgraph.table_options import TableFiles, table_file_options, write_frames
+from opgraph.cli import _console, emit_result, load_input, main
+from opgraph.table_options import TableFiles, table_file_options
 from opgraph.errors import OpgraphInputError
 
 
@@ -25,12 +25,6 @@ def stragglers_cmd(input: str, as_json: bool, top: int, csv_dir: TableFiles | No
         raise OpgraphInputError(input, "stragglers needs a multi-rank job graph (opgraph build DIR -o job.gpickle); "
                                        "this graph has one rank")
     rep = stragglers(G)
-    if csv_dir is not None:
-        write_frames(rep.tables(), csv_dir, input)
-    if as_json:
-        emit_json(rep.to_dict(), "stragglers.schema.json")
-        return
-    if csv_dir is not None:
-        return
     from opgraph.export.text_crossrank import render_stragglers
-    render_stragglers(rep, _console(), top=top)
+    emit_result(input, rep.tables(), csv_dir, as_json, rep.to_dict, "stragglers.schema.json",
+                lambda: render_stragglers(rep, _console(), top=top))
