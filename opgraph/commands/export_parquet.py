@@ -9,16 +9,12 @@ from typing import Any
 import networkx as nx
 
 from opgraph.commands.export import register_exporter
-from opgraph.errors import OpgraphInputError
 
 
 def _write(G: nx.DiGraph, path: str, opts: dict[str, Any]) -> str:
     from opgraph.export.graph_tables import graph_tables, write_tables
 
-    try:
-        paths = write_tables(graph_tables(G), path, "parquet", inputs=(str(opts.get("input") or ""),))
-    except ModuleNotFoundError as e:
-        raise OpgraphInputError(path, str(e)) from None
+    paths = write_tables(graph_tables(G), path, "parquet", inputs=(str(opts.get("input") or ""),))
     return f"{path}: " + ", ".join(p.name for p in paths) + f" ({G.number_of_nodes()} nodes, {G.number_of_edges()} edges)"
 
 

@@ -15,20 +15,13 @@ from typing import Any
 
 import networkx as nx
 import numpy as np
-import orjson
 import pandas as pd
 
-from opgraph.outfiles import open_atomic
+from opgraph.export.tables import json_text, write_csv, write_parquet
 
 #: Node columns in this order first; any other attribute follows.
 NODE_COLUMNS = ("id", "kind", "name", "ts_ns", "dur_ns", "pid", "tid", "device", "stream", "correlation",
                 "external_id", "rank")
-
-
-def _json_text(v: Any) -> Any:
-    if isinstance(v, (dict, list, tuple)):
-        return orjson.dumps(v, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS).decode()
-    return v
 
 
 def _column(values: list[Any]) -> pd.Series:
@@ -43,7 +36,7 @@ def _column(values: list[Any]) -> pd.Series:
     if type(first) is str:
         if all(type(v) is str for v in values):
             return pd.Series(values, dtype=object)
-    s = pd.Series([_json_text(v) for v in values], dtype=object)
+    s = pd.Series([json_text(v) for v in values], dtype=object)
     nonnull = s.dropna()
     if len(nonnull) and all(isinstance(v, bool) for v in nonnull):
         return s.astype("boolean")
@@ -81,22 +74,11 @@ def graph_tables(G: nx.DiGraph) -> dict[str, pd.DataFrame]:
 
 def write_tables(tables: dict[str, pd.DataFrame], directory: str | Path, fmt: str = "parquet",
                  inputs: tuple[str, ...] = ()) -> list[Path]:
-    """Write each table to ``directory/<name>.<fmt>`` (``parquet`` or ``csv``), each whole
-    or not at all; returns the paths. Parquet needs pyarrow (``pip install 'opgraph[parquet]'``)."""
-    if fmt not in ("parquet", "csv"):
-        raise ValueError(f"unknown table format {fmt!r}: parquet or csv")
+    """Write each table to ``directory/<name>.<fmt>`` (``parquet`` or ``csv``) through the
+    table writers of :mod:`opgraph.export.tables` (each file whole or not at all); returns
+    the paths. Parquet needs pyarrow (``pip install 'opgraph[parquet]'``)."""
     if fmt == "parquet":
-        try:
-            import pyarrow  # noqa: F401
-        except ModuleNotFoundError:
-            raise ModuleNotFoundError("Parquet output needs pyarrow: pip install 'opgraph[parquet]'") from None
-    out = []
-    for name, df in tables.items():
-        p = Path(directory) / f"{name}.{fmt}"
-        with open_atomic(p, inputs) as fh:
-            if fmt == "parquet":
-                df.to_parquet(fh, index=False)
-            else:
-                fh.write(df.to_csv(index=False).encode("utf-8"))
-        out.append(p)
-    return out
+        return write_parquet(tables, directory, "", inputs)
+    if fmt == "csv":
+        return write_csv(tables, directory, "", inputs)
+    raise ValueError(f"unknown table format {fmt!r}: parquet or csv")

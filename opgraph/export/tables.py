@@ -328,7 +328,7 @@ def write_csv(frames: dict[str, pd.DataFrame], directory: str | Path, stem: str,
     whole or not at all, never over one of ``inputs``); return the paths."""
     from opgraph.outfiles import check_output_path, write_atomic
 
-    paths = [check_output_path(Path(directory) / f"{stem}.{name}.csv", inputs) for name in frames]
+    paths = [check_output_path(Path(directory) / _file_name(stem, name, "csv"), inputs) for name in frames]
     for p, df in zip(paths, frames.values()):
         write_atomic(p, spreadsheet_safe(df).to_csv(index=False).encode("utf-8"), inputs)
     return paths
@@ -359,7 +359,7 @@ def write_parquet(frames: dict[str, pd.DataFrame], directory: str | Path, stem: 
         import pyarrow  # noqa: F401
     except ModuleNotFoundError:
         raise OpgraphInputError(str(directory), "Parquet output needs pyarrow: pip install 'opgraph[parquet]'") from None
-    paths = [check_output_path(Path(directory) / f"{stem}.{name}.parquet", inputs) for name in frames]
+    paths = [check_output_path(Path(directory) / _file_name(stem, name, "parquet"), inputs) for name in frames]
     for p, df in zip(paths, frames.values()):
         with open_atomic(p, inputs) as fh:
             _plain(df).to_parquet(fh, index=False)
@@ -390,13 +390,24 @@ def write_xlsx(frames: dict[str, pd.DataFrame], path: str | Path, inputs: tuple[
     return Path(path)
 
 
-def _plain(df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` with dict/list cells as JSON text (Parquet and Excel take scalars only)."""
+def _file_name(stem: str, name: str, ext: str) -> str:
+    """``<stem>.<name>.<ext>``, or ``<name>.<ext>`` without a stem."""
+    return f"{stem}.{name}.{ext}" if stem else f"{name}.{ext}"
+
+
+def json_text(v: Any) -> Any:
+    """A dict / list / tuple cell as JSON text (tables take scalars only); others unchanged."""
     import orjson
 
+    if isinstance(v, (dict, list, tuple)):
+        return orjson.dumps(v, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS).decode()
+    return v
+
+
+def _plain(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with dict/list cells as JSON text (Parquet and Excel take scalars only)."""
     out = df.copy()
     for c in out.columns:
         if out[c].dtype == object and out[c].map(lambda v: isinstance(v, (dict, list, tuple))).any():
-            out[c] = out[c].map(lambda v: orjson.dumps(v, option=orjson.OPT_NON_STR_KEYS).decode()
-                                if isinstance(v, (dict, list, tuple)) else v)
+            out[c] = out[c].map(json_text)
     return out
