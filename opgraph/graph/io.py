@@ -13,7 +13,7 @@ from __future__ import annotations
 import gzip
 import io
 import pickle
-from itertools import repeat
+from itertools import chain, repeat
 from pathlib import Path
 from typing import Any
 
@@ -449,8 +449,6 @@ def check_graph(G: nx.DiGraph, path: str, file_size: int, require_opgraph: bool 
             raise OpgraphInputError(path, "job 'ranks' rows must be objects with a 'rank'")
     _check_nodes(G, path)
     _check_bounds(G, path, file_size)
-    from itertools import chain
-
     edata = chain.from_iterable(map(dict.values, G._succ.values()))   # every edge's attribute dict, in C
     ekinds: set[Any] = set(map(dict.get, edata, repeat("kind")))
     if None in ekinds:
@@ -520,8 +518,6 @@ def _level_walk(objs: list[Any], budget: int) -> int | None:
     and is stopped by ``budget`` before it is materialised). None when a level holds a
     type that is not JSON-like, is deeper than :data:`MAX_ATTR_DEPTH`, or the count passes
     ``budget``: the caller then finds the culprit with the per-object walk."""
-    from itertools import chain
-
     total = len(objs)
     if not _ALLOWED_TYPES.issuperset(map(type, objs)):
         return None
@@ -570,8 +566,6 @@ def _check_bounds(G: nx.DiGraph, path: str, file_size: int) -> None:
         if col in ev:
             vals = ev[col].tolist()
             column(f"event {col}", list(range(len(vals))), vals)
-    from itertools import chain
-
     nodes = G._node
     keys = set(chain.from_iterable(nodes.values()))   # every attribute name, in C
     ids = np.array(list(nodes), dtype=object)
