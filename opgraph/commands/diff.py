@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from opgraph.cli import emit_json, load_input, main
+from opgraph.device_options import device_file_option
 from opgraph.table_options import TableFiles, table_file_options, write_frames
 from opgraph.errors import OpgraphInputError
 
@@ -112,6 +113,7 @@ def _render(doc: dict[str, Any], console: Any, top: int) -> None:
 @click.option("--all", "include_same", is_flag=True, help="Also list the rows that did not change.")
 @click.option("--no-critical-path", is_flag=True, help="Skip the critical-path composition (faster).")
 @click.option("--dtype", default=None, help="dtype for kernels whose op and name show none.")
+@device_file_option
 @click.option("--top", default=20, show_default=True, help="Rows per table in the terminal.")
 @table_file_options
 def diff(a: str, b: str, as_json: bool, name_level: str, include_same: bool, no_critical_path: bool,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from opgraph.cli import load_input, main
+from opgraph.device_options import device_file_option
 from opgraph.errors import OpgraphInputError
 
 
@@ -17,6 +18,7 @@ from opgraph.errors import OpgraphInputError
               help="Write the per-op-class roofline calibration.")
 @click.option("--device", default=None, metavar="NAME",
               help="The trace's GPU when its deviceProperties do not identify it (roofline peaks).")
+@device_file_option
 @click.option("--step-regex", "step_regex", default=None,
               help="Steps as in `opgraph overheads` (default ProfilerStep#N); one that matches nothing exits 2.")
 @click.option("--job", "job", default=None, metavar="JOB.gpickle",

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from opgraph.cli import _console, emit_json, load_input, main
+from opgraph.device_options import device_file_option
 from opgraph.table_options import TableFiles, table_file_options, write_frames
 from opgraph.errors import OpgraphInputError
 
@@ -43,6 +44,7 @@ from opgraph.errors import OpgraphInputError
               help="Re-time kernels by roofline on this device ('H100 SXM'; see `opgraph devices`).")
 @click.option("--source-device", "source_device", default=None, metavar="NAME",
               help="With --device: the trace's device when its deviceProperties do not identify it.")
+@device_file_option
 @click.option("--typical-latencies", "typical_latencies", is_flag=True,
               help="Replay with every binding latency (launch, kernel gap, sync return, ...) set to the "
                    "trace's median of its kind: the error shows how much the timeline rests on outliers.")

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from opgraph.cli import _console, emit_json, load_input, main
+from opgraph.device_options import device_file_option
 from opgraph.table_options import TableFiles, table_file_options, write_frames
 from opgraph.errors import OpgraphInputError
 
@@ -31,6 +32,7 @@ def _roofline(source: Any, path: str, device: str | None, dtype: str | None):
 @click.option("-o", "--output", required=True, type=str,
               help="The augmented trace: .json or .json.gz (Chrome/Perfetto trace JSON).")
 @click.option("--device", default=None, help=_DEVICE_HELP)
+@device_file_option
 @click.option("--dtype", default=None, help=_DTYPE_HELP)
 @click.option("--format", "fmt", default=None, help="Force the input format of a raw trace.")
 def augment(trace: str, output: str, device: str | None, dtype: str | None, fmt: str | None) -> None:
@@ -119,15 +121,19 @@ def _wide_console():
 def _render_report(doc: dict[str, Any], console: Any, top: int) -> None:
     from rich.table import Table
 
+    from opgraph.devices import all_devices
     from opgraph.export.console import cell, print_table, styled
 
     s = doc["summary"]
     src = doc["source"].get("file") or ""
     width = 90 if console.is_terminal else None
     console.print(styled(("Roofline", "bold"), f" {cell(src)}  (by {doc['by']})"))
+    user = {x.name: x.origin for x in all_devices() if x.origin}
     for d in doc["devices"]:
         name = styled((d["table_name"], "") if d["table_name"] else ("unknown", "red"))
         extra = " (--device)" if d["overridden"] else " (inferred)" if d.get("inferred") else ""
+        if d["table_name"] in user:
+            extra += f" (user device file {user[d['table_name']]})"
         pk = d["peak_tflops"] or {}
         peaks = ", ".join(f"{k} {v:g}" for k, v in pk.items() if v) if pk else "no peaks"
         console.print(styled(f"  device {d['device']}: {cell(d['runtime_name'] or None, '?')} -> ") + name
@@ -178,6 +184,7 @@ def _render_report(doc: dict[str, Any], console: Any, top: int) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schemas/report.schema.json).")
 @table_file_options
 @click.option("--device", default=None, help=_DEVICE_HELP)
+@device_file_option
 @click.option("--dtype", default=None, help=_DTYPE_HELP)
 @click.option("--top", default=None, type=int, help="Rows shown (default: 30 in the terminal, all with --json/--csv).")
 def report(input: str, by: str, as_json: bool, csv_dir: TableFiles | None, device: str | None, dtype: str | None,
@@ -216,15 +223,18 @@ def report(input: str, by: str, as_json: bool, csv_dir: TableFiles | None, devic
               help="The table as JSON (the devices.json document, schemas/devices.schema.json).")
 @click.option("--name", default=None, help="Show only the entry this runtime or table name resolves to.")
 @click.option("--sparse", is_flag=True, help="Show the 2:4-sparsity peaks instead of the dense ones.")
+@device_file_option
 @table_file_options
 def devices(as_json: bool, name: str | None, sparse: bool, csv_dir: TableFiles | None) -> None:
-    """The device peak table (dense TFLOP/s per dtype, DRAM GB/s) with its sources."""
+    """The device peak table (dense TFLOP/s per dtype, DRAM GB/s) with its sources; entries
+    from user device files (--device-file, $OPGRAPH_DEVICES) cite the file."""
     import orjson
 
-    from opgraph.devices import DATA_PATH, PEAK_DTYPES, lookup
+    from opgraph.devices import DATA_PATH, PEAK_DTYPES, device_entries, lookup
 
     doc = orjson.loads(DATA_PATH.read_bytes())
-    entries = doc["devices"]
+    entries = device_entries()
+    doc = dict(doc, devices=entries)
     if name:
         dev = lookup(name)
         if dev is None:
@@ -235,8 +245,9 @@ def devices(as_json: bool, name: str | None, sparse: bool, csv_dir: TableFiles |
         import pandas as pd
 
         key = "peak_tflops_sparse" if sparse else "peak_tflops"
-        rows = [{**{k: v for k, v in e.items() if not isinstance(v, (dict, list))},
-                 **{f"{key}_{dt}": (e.get(key) or {}).get(dt) for dt in PEAK_DTYPES}} for e in entries]
+        rows = [{**{k: v for k, v in e.items() if not isinstance(v, (dict, list)) and k != "user_file"},
+                 **{f"{key}_{dt}": (e.get(key) or {}).get(dt) for dt in PEAK_DTYPES},
+                 "user_file": e.get("user_file")} for e in entries]
         write_frames({"devices": pd.DataFrame(rows)}, csv_dir, "devices")
     if as_json:
         emit_json(doc, "devices.schema.json")
@@ -252,7 +263,10 @@ def devices(as_json: bool, name: str | None, sparse: bool, csv_dir: TableFiles |
         t.add_column(c, justify="left" if c in ("device", "vendor", "arch") else "right", no_wrap=True)
     sources: dict[str, int] = {}
     for e in entries:
-        j = sources.setdefault(e["source"], len(sources) + 1)
+        # an entry from a user file cites the file (its own `source` text follows it)
+        cite = f"user device file {e['user_file']} (entry's source: {e['source']})" if e.get("user_file") \
+            else e["source"]
+        j = sources.setdefault(cite, len(sources) + 1)
         pk = e.get(key) or {}
         t.add_row(str(j), e["name"], e["vendor"], e.get("arch") or "", str(e.get("num_sms") or ""),
                   f"{e['memory_gb']:g}", f"{e['dram_gbps']:g}",
@@ -262,4 +276,8 @@ def devices(as_json: bool, name: str | None, sparse: bool, csv_dir: TableFiles |
     console.print("Sources:")
     for s, j in sources.items():
         console.print(f"  [{j}] {s}")
+    n_user = sum(1 for e in entries if e.get("user_file"))
+    if n_user:
+        console.print(f"{n_user} entr{'y' if n_user == 1 else 'ies'} from user device files (replacing built-in "
+                      "entries of the same name; matched before the built-in table)")
     console.print("Units: " + "; ".join(f"{k}: {v}" for k, v in doc.get("units", {}).items()))

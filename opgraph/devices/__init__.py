@@ -11,22 +11,38 @@ punctuation ("NVIDIA H100 80GB HBM3" -> H100 SXM, "Tesla V100-SXM2-32GB" -> V100
 A name that identifies several table entries ("NVIDIA H100": SXM, PCIe or NVL) or none
 ("AMD Radeon Graphics") returns ``None`` unless hints (architecture, SM/CU count, memory
 size) single one out; nothing is guessed.
+
+**User device files** (docs/roofline.md, "Your own device"): JSON documents with the same
+schema as ``devices.json``, named by ``--device-file FILE`` on the commands that use the
+table, or by the environment variable ``OPGRAPH_DEVICES`` (one path, or several joined by
+``os.pathsep``) when no option is given (:func:`device_files` in Python). Their entries
+replace built-in entries of the same ``name`` and add the others; a runtime name that a
+user entry matches resolves to it before the built-in table is consulted. A bad file
+raises :class:`~opgraph.errors.OpgraphInputError` naming the file and the entry.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+from contextlib import contextmanager
+from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
-__all__ = ["Device", "lookup", "lookup_properties", "all_devices", "peak_dtype_key",
-           "DATA_PATH", "PEAK_DTYPES"]
+__all__ = ["Device", "lookup", "lookup_properties", "all_devices", "builtin_devices", "peak_dtype_key",
+           "device_files", "active_device_files", "load_device_file", "device_entries",
+           "DATA_PATH", "PEAK_DTYPES", "ENV_VAR"]
 
 DATA_PATH = Path(__file__).with_name("devices.json")
+
+#: Environment variable naming user device files (``os.pathsep``-separated) when no
+#: ``--device-file`` option (or :func:`device_files`) is given.
+ENV_VAR = "OPGRAPH_DEVICES"
 
 #: dtype keys of the peak tables (``fp4`` only for devices that list it).
 PEAK_DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
@@ -53,6 +69,7 @@ class Device:
         memory_variants_gb: all marketed memory sizes sharing these peaks.
         peak_tflops_vector: non-tensor fp64/fp32 peaks in TFLOP/s.
         notes: provenance and caveats.
+        origin: path of the user device file the entry came from (``None``: built in).
     """
 
     name: str
@@ -70,6 +87,7 @@ class Device:
     memory_variants_gb: tuple[float, ...] = ()
     peak_tflops_vector: Mapping[str, float | None] = field(default_factory=dict, hash=False)
     notes: str = ""
+    origin: str | None = field(default=None, compare=False)
 
     def peak(self, dtype: str, *, sparse: bool = False, tf32: bool = False) -> float | None:
         """Peak TFLOP/s for *dtype* (any spelling: ``"bf16"``, ``"c10::BFloat16"``,
@@ -131,7 +149,7 @@ def peak_dtype_key(dtype: str) -> str | None:
 # ---------------------------------------------------------------------------------------
 # loading
 
-def _device_from_json(d: Mapping[str, Any]) -> Device:
+def _device_from_json(d: Mapping[str, Any], origin: str | None = None) -> Device:
     return Device(
         name=d["name"],
         vendor=d["vendor"],
@@ -148,18 +166,183 @@ def _device_from_json(d: Mapping[str, Any]) -> Device:
         memory_variants_gb=tuple(float(m) for m in d.get("memory_variants_gb", ())),
         peak_tflops_vector=MappingProxyType(dict(d.get("peak_tflops_vector", {}))),
         notes=d.get("notes", ""),
+        origin=origin,
     )
 
 
 @lru_cache(maxsize=1)
+def _builtin_doc() -> dict[str, Any]:
+    return json.loads(DATA_PATH.read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=1)
 def _load() -> tuple[Device, ...]:
-    data = json.loads(DATA_PATH.read_text(encoding="utf-8"))
-    return tuple(_device_from_json(d) for d in data["devices"])
+    return tuple(_device_from_json(d) for d in _builtin_doc()["devices"])
+
+
+def builtin_devices() -> tuple[Device, ...]:
+    """The built-in table (``devices.json``), in file order, without user files."""
+    return _load()
 
 
 def all_devices() -> tuple[Device, ...]:
-    """Every device in the table, in file order."""
-    return _load()
+    """Every device in the table, in file order: the built-in entries (each replaced by the
+    user entry of the same name, if any), then the new entries of the active user device
+    files (:func:`active_device_files`) in file order."""
+    files = active_device_files()
+    if not files:
+        return _load()
+    return _merged(_file_keys(files))
+
+
+# ---------------------------------------------------------------------------------------
+# user device files
+
+_FILES: ContextVar[tuple[str, ...] | None] = ContextVar("opgraph_device_files", default=None)
+
+
+def active_device_files() -> tuple[str, ...]:
+    """The user device files in force: those set by :func:`device_files` (the CLI's
+    ``--device-file``), else the ``OPGRAPH_DEVICES`` paths, else none."""
+    got = _FILES.get()
+    if got is not None:
+        return got
+    env = os.environ.get(ENV_VAR, "")
+    return tuple(p.strip() for p in env.split(os.pathsep) if p.strip())
+
+
+def set_device_files(paths: Iterable[str | os.PathLike[str]]) -> Token:
+    """Put ``paths`` in force (instead of ``OPGRAPH_DEVICES``) until ``_FILES.reset(token)``;
+    the CLI option does this. Prefer :func:`device_files`."""
+    return _FILES.set(tuple(os.fspath(p) for p in paths))
+
+
+def reset_device_files(token: Token) -> None:
+    """Undo :func:`set_device_files`."""
+    _FILES.reset(token)
+
+
+@contextmanager
+def device_files(*paths: str | os.PathLike[str]) -> Iterator[tuple[Device, ...]]:
+    """Use these user device files (not ``OPGRAPH_DEVICES``) inside the ``with`` block;
+    yields the merged table. Every file is read and validated on entry.
+
+    Examples
+    --------
+    >>> from opgraph.devices import device_files, lookup
+    >>> with device_files() as table:          # no file: the built-in table only
+    ...     lookup("NVIDIA H100 80GB HBM3").name
+    'H100 SXM'
+    """
+    token = set_device_files(paths)
+    try:
+        yield all_devices()
+    finally:
+        reset_device_files(token)
+
+
+def _file_keys(files: tuple[str, ...]) -> tuple[tuple[str, int, int], ...]:
+    """(path, mtime_ns, size) per file: the cache key (an edited file is read again)."""
+    from opgraph.errors import OpgraphInputError
+
+    keys = []
+    for f in files:
+        try:
+            st = os.stat(f)
+        except OSError as e:
+            raise OpgraphInputError(f, f"device file: cannot read: {e.strerror or e}") from None
+        if not os.path.isfile(f):
+            raise OpgraphInputError(f, "device file: not a regular file")
+        keys.append((f, st.st_mtime_ns, st.st_size))
+    return tuple(keys)
+
+
+@lru_cache(maxsize=16)
+def _merged(keys: tuple[tuple[str, int, int], ...]) -> tuple[Device, ...]:
+    table = {d.name: d for d in _load()}
+    for path, _, _ in keys:
+        for d in load_device_file(path):
+            table[d.name] = d   # a later file wins over an earlier one and the built-in entry
+    return tuple(table.values())
+
+
+def _entry_label(doc: Any, path: list[Any]) -> str:
+    if len(path) >= 2 and path[0] == "devices" and isinstance(path[1], int):
+        e = doc["devices"][path[1]]
+        name = e.get("name") if isinstance(e, dict) else None
+        return f"devices[{path[1]}]" + (f" {name!r}" if isinstance(name, str) else "")
+    return "document"
+
+
+def _validation_problem(doc: Any) -> str | None:
+    """One line: the entry and the first schema violation of a user file, or None."""
+    import jsonschema
+
+    from opgraph.schemas_util import load_schema
+
+    validator = jsonschema.Draft202012Validator(load_schema("devices.schema.json"))
+    err = jsonschema.exceptions.best_match(validator.iter_errors(doc))
+    if err is None:
+        return None
+    path = list(err.absolute_path)
+    entry = _entry_label(doc, path)
+    field_path = ".".join(str(p) for p in path[2:]) if entry != "document" else ".".join(str(p) for p in path)
+    msg = err.message
+    if err.validator == "additionalProperties" and path and str(path[-1]).startswith("peak_tflops"):
+        extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
+        msg = (f"unknown dtype key{'s' if len(extra) > 1 else ''} {', '.join(map(repr, extra))} "
+               f"(known: {' '.join(err.schema.get('properties', {}))})")
+    elif err.validator in ("exclusiveMinimum", "minimum") or (
+            err.validator == "oneOf" and isinstance(err.instance, (int, float)) and not isinstance(err.instance, bool)
+            and err.instance <= 0):
+        msg = f"{err.instance!r} is not a positive number"
+    msg = " ".join(msg.split())[:200]
+    return f"{entry}: {field_path + ': ' if field_path else ''}{msg}"
+
+
+def _read_user_doc(p: str) -> dict[str, Any]:
+    """The validated document of user device file ``p`` (see :func:`load_device_file`)."""
+    from opgraph.errors import OpgraphInputError
+
+    try:
+        raw = Path(p).read_bytes()
+    except OSError as e:
+        raise OpgraphInputError(p, f"device file: cannot read: {e.strerror or e}") from None
+    try:
+        doc = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise OpgraphInputError(p, f"device file: not JSON ({' '.join(str(e).split())[:160]})") from None
+    problem = _validation_problem(doc)
+    if problem is not None:
+        raise OpgraphInputError(p, f"device file: {problem}")
+    seen: set[str] = set()
+    for i, e in enumerate(doc["devices"]):
+        if e["name"] in seen:
+            raise OpgraphInputError(p, f"device file: devices[{i}] {e['name']!r}: name listed twice in this file")
+        seen.add(e["name"])
+    return doc
+
+
+def load_device_file(path: str | os.PathLike[str]) -> tuple[Device, ...]:
+    """Read and validate one user device file (``schemas/devices.schema.json``).
+
+    Raises :class:`~opgraph.errors.OpgraphInputError` (one line naming ``path`` and the
+    entry) when the file cannot be read, is not JSON, does not follow the schema (wrong
+    types, missing fields, peaks or bandwidth <= 0, unknown dtype keys) or names a device
+    twice. Each :class:`Device` has ``origin = path``."""
+    p = os.fspath(path)
+    doc = _read_user_doc(p)
+    return tuple(_device_from_json(e, origin=p) for e in doc["devices"])
+
+
+def device_entries() -> list[dict[str, Any]]:
+    """The table as ``devices.json`` entries (dicts), merged like :func:`all_devices`; an
+    entry read from a user file carries ``user_file`` (its path)."""
+    table = {e["name"]: dict(e) for e in _builtin_doc()["devices"]}
+    for f in active_device_files():
+        for e in _read_user_doc(f)["devices"]:
+            table[e["name"]] = {**{k: v for k, v in e.items() if k != "user_file"}, "user_file": f}
+    return list(table.values())
 
 
 # ---------------------------------------------------------------------------------------
@@ -207,9 +390,8 @@ def _memory_matches(dev: Device, memory_bytes: float) -> bool:
     return any(0.85 * m <= gib <= m * 1.001 for m in sizes)
 
 
-def _candidates(name: str) -> list[Device] | None:
-    """Devices a runtime name may denote; ``None`` if the name is not recognised."""
-    devs = all_devices()
+def _candidates(name: str, devs: tuple[Device, ...] | list[Device]) -> list[Device] | None:
+    """Devices of ``devs`` a runtime name may denote; ``None`` if the name is not recognised."""
     toks = _model_tokens(name)
     if not toks:  # generic name ("AMD Radeon Graphics", ""): vendor only
         vendor = _vendor_of(name)
@@ -246,11 +428,23 @@ def lookup(name: str, *, arch: str | None = None, num_sms: int | None = None,
     Returns:
         The unique matching :class:`Device`, or ``None`` when the name is unknown or still
         ambiguous after applying the hints (e.g. ``"AMD Radeon Graphics"`` with no hint,
-        ``"NVIDIA H100"`` without SM/memory hints).
+        ``"NVIDIA H100"`` without SM/memory hints). Entries of user device files are tried
+        first (a name with model tokens only), then the whole merged table.
     """
     if not isinstance(name, str):
         return None
-    cands = _candidates(name)
+    devs = all_devices()
+    user = [d for d in devs if d.origin is not None]
+    if user and _model_tokens(name):
+        got = _lookup_in(user, name, arch, num_sms, memory_bytes)
+        if got is not None:
+            return got
+    return _lookup_in(devs, name, arch, num_sms, memory_bytes)
+
+
+def _lookup_in(devs: tuple[Device, ...] | list[Device], name: str, arch: str | None, num_sms: int | None,
+               memory_bytes: int | None) -> Device | None:
+    cands = _candidates(name, devs)
     if not cands:
         return None
     m = _GFX_RE.search(name)
