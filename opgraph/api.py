@@ -106,9 +106,12 @@ def load(path: PathLike | Sequence[PathLike], format: str | None = None) -> nx.D
     return load_any(path, format)
 
 
-def build(trace: PathLike | Sequence[PathLike], output: PathLike | None = None, *, format: str | None = None) -> nx.DiGraph:
+def build(trace: PathLike | Sequence[PathLike], output: PathLike | None = None, *, format: str | None = None,
+          capture: PathLike | Sequence[PathLike] | None = None) -> nx.DiGraph:
     """Build the graph of the raw trace ``trace`` (as ``opgraph build``); save it to
-    ``output`` (``.gpickle`` or ``.json[.gz]``) when given.
+    ``output`` (``.gpickle`` or ``.json[.gz]``) when given. ``capture``: trace(s) that
+    recorded the CUDA/HIP-graph captures ``trace`` replays (``opgraph build --capture``;
+    docs/graph-replay.md).
     Examples
     --------
     >>> import opgraph, tempfile, os
@@ -117,7 +120,18 @@ def build(trace: PathLike | Sequence[PathLike], output: PathLike | None = None, 
     >>> opgraph.load(out).number_of_nodes() == G.number_of_nodes()
     True
     """
-    G = load(trace, format)
+    if capture is not None:
+        from opgraph.graph.build import build_graph
+        from opgraph.graph.replay import attach_capture_files
+        from opgraph.ingest import read_trace
+
+        if not isinstance(trace, (str, Path)):
+            raise ValueError("capture applies to a single trace, not to a multi-rank job")
+        table = read_trace(trace, format)
+        attach_capture_files(table, [str(capture)] if isinstance(capture, (str, Path)) else [str(c) for c in capture])
+        G = build_graph(table)
+    else:
+        G = load(trace, format)
     if output is not None:
         save(G, output)
     return G
@@ -290,6 +304,71 @@ def queue_length(G: nx.DiGraph | PathLike, limit: int = 1024) -> Any:
     from opgraph.analysis.queue_length import queue_length as _ql
 
     return _ql(_graph(G), limit)
+
+
+def memory_timeline(G: nx.DiGraph | PathLike, window: str | None = None) -> Any:
+    """Allocated / reserved memory per device over time from the profiler's ``[memory]``
+    events, peaks per step and over the trace, top allocating ops and what is live at the
+    peak (``opgraph memory``; a :class:`~opgraph.analysis.memory_timeline.MemoryTimeline`;
+    bytes, µs).
+
+    Examples
+    --------
+    >>> import opgraph
+    >>> m = opgraph.memory_timeline(opgraph.example_trace("memory"))
+    >>> int(m.to_frame().set_index("device_type").loc["CUDA", "peak_allocated_bytes"]) >> 20
+    102
+    """
+    from opgraph.analysis.memory_timeline import memory_timeline as _mt
+
+    return _mt(_graph(G), window)
+
+
+def cupti_counters(G: nx.DiGraph | PathLike) -> Any:
+    """CUPTI range-profiler counters per kernel range with the op that launched it, and
+    their mean per op (``opgraph counters``; a :class:`~opgraph.analysis.counters.CuptiCounters`).
+
+    Examples
+    --------
+    >>> import opgraph
+    >>> len(opgraph.cupti_counters(opgraph.example_trace("gpu_bound")).ranges)
+    0
+    """
+    from opgraph.analysis.counters import cupti_counters as _cc
+
+    return _cc(_graph(G))
+
+
+def advise(G: nx.DiGraph | PathLike) -> Any:
+    """What to try next: rules over the other analyses, each finding with the time at stake
+    and its numbers (``opgraph advise``; a
+    :class:`~opgraph.analysis.recommendations.Recommendations`; µs).
+
+    Examples
+    --------
+    >>> import opgraph
+    >>> opgraph.advise(opgraph.example_trace("cpu_bound")).to_frame()["rule"].tolist()[:2]
+    ['launch_bound', 'cpu_induced_idle']
+    """
+    from opgraph.analysis.recommendations import recommendations
+
+    return recommendations(_graph(G))
+
+
+def shapes(G: nx.DiGraph | PathLike, *, device: str | None = None, dtype: str | None = None) -> Any:
+    """GEMM, attention and convolution calls grouped by problem size, with count, kernel
+    time, FLOPs per call, achieved TFLOP/s, % of peak, TB/s and bound (``opgraph shapes``;
+    a :class:`~opgraph.analysis.shapes.Shapes`: tables ``gemm``, ``attention``, ``conv``).
+
+    Examples
+    --------
+    >>> import opgraph
+    >>> opgraph.shapes(opgraph.example_trace("gemm_shapes")).to_frame("gemm")["M"].tolist()
+    [1024, 64, 100]
+    """
+    from opgraph.analysis.shapes import shapes as _shapes
+
+    return _shapes(_graph(G), device=device, dtype=dtype)
 
 
 def gpu_categories(G: nx.DiGraph | PathLike) -> Any:

@@ -199,6 +199,9 @@ def is_multirank_input(inputs: tuple[str, ...] | list[str]) -> bool:
 @click.option("--format", "fmt", default=None, help="Force the input format (default: detect by content).")
 @click.option("--et", "et_path", default=None, type=click.Path(dir_okay=False),
               help="PyTorch execution trace of the same run: adds data edges and exact shapes.")
+@click.option("--capture", "captures", multiple=True, type=click.Path(dir_okay=False), metavar="FILE",
+              help="A trace that recorded the CUDA/HIP-graph capture(s) this trace replays: replayed kernels are "
+                   "attributed to the ops that captured them (repeatable; docs/graph-replay.md).")
 @click.option("--iterations", default=None, metavar="A:B",
               help="Keep only steps A..B-1 (0-based positions, Python slice rules) and the GPU work they launched.")
 @click.option("--step-regex", default=None, help="With --iterations: what a step is (default ProfilerStep#N).")
@@ -209,8 +212,8 @@ def is_multirank_input(inputs: tuple[str, ...] | list[str]) -> bool:
                    "others contribute summaries and collective tables only.")
 @click.option("--memory-budget", type=click.FloatRange(min=0.01), default=None, metavar="GIB",
               help="Multi-rank input with --keep auto: memory (GiB) the kept graphs may take (default 8).")
-def build(traces: tuple[str, ...], output: str, fmt: str | None, et_path: str | None, iterations: str | None,
-          step_regex: str | None, scheduler: str | None, workers: int | None, keep: str | None,
+def build(traces: tuple[str, ...], output: str, fmt: str | None, et_path: str | None,
+          captures: tuple[str, ...], iterations: str | None, step_regex: str | None, scheduler: str | None, workers: int | None, keep: str | None,
           memory_budget: float | None) -> None:
     """Build the typed DAG of TRACE and save it.
 
@@ -221,10 +224,10 @@ def build(traces: tuple[str, ...], output: str, fmt: str | None, et_path: str | 
 
     from opgraph.outfiles import check_output_path
 
-    check_output_path(output, inputs=tuple(traces) + ((et_path,) if et_path else ()))  # -o never over an input
+    check_output_path(output, inputs=tuple(traces) + ((et_path,) if et_path else ()) + captures)  # never over an input
     if is_multirank_input(traces) or scheduler or keep:
-        if fmt or et_path or iterations:
-            raise OpgraphInputError(traces[0], "--format, --et and --iterations apply to a single trace, "
+        if fmt or et_path or iterations or captures:
+            raise OpgraphInputError(traces[0], "--format, --et, --capture and --iterations apply to a single trace, "
                                     "not to a multi-rank job")
         from opgraph.multirank.commands import build_job_command
         build_job_command(list(traces), output, keep, workers, scheduler,
@@ -248,8 +251,9 @@ def build(traces: tuple[str, ...], output: str, fmt: str | None, et_path: str | 
                 raise OpgraphInputError(trace, "--iterations needs a raw trace, not a saved graph")
             got = _trim(trace, got, iterations, step_regex)
         if isinstance(got, nx.DiGraph):
-            if et_path is not None:
-                raise OpgraphInputError(trace, "--et needs a raw trace, not a saved graph")
+            if et_path is not None or captures:
+                raise OpgraphInputError(trace, ("--et" if et_path is not None else "--capture")
+                                        + " needs a raw trace, not a saved graph")
             n_nodes, n_edges, health = got.number_of_nodes(), got.number_of_edges(), got.graph.get("health", [])
             step("save")
             save_graph(got, output, inputs=(trace,))
@@ -257,6 +261,11 @@ def build(traces: tuple[str, ...], output: str, fmt: str | None, et_path: str | 
             if et_path is not None:  # [issue #7] link an execution trace (opgraph/graph/et_link.py)
                 from opgraph.graph.et_link import attach_et_file, report_line
                 click.echo(report_line(attach_et_file(got, et_path)), err=True)
+            if captures:  # graph replays -> the ops that captured them (opgraph/graph/replay.py)
+                from opgraph.graph.replay import attach_capture_files
+                from opgraph.graph.replay import report_line as replay_line
+                step("captures")
+                click.echo(replay_line(attach_capture_files(got, list(captures))), err=True)
             payload = build_payload(got, step)
             del got
             n_nodes, n_edges = len(payload["nodes"]), len(payload["src"])

@@ -188,7 +188,7 @@ def test_device_cpu_bound_exact(tmp_path):
         "fwd_kernel_0": (30, "kernel"), "fwd_kernel_2": (30, "kernel")}
     check_levels(st["entries"], st["device_us"])
     ops = {o["op"]: o for o in doc["ops"]}
-    assert ops["aten::linear"] == {"op": "aten::linear", "count": 12, "kernels": 12, "device_us": 60.0,
+    assert ops["aten::linear"] == {"op": "aten::linear", "count": 12, "kernels": 12, "graph_kernels": 0, "device_us": 60.0,
                                    "host_us": 480.0, "ratio": 0.125}
     assert ops["SigmoidBackward0"]["device_us"] == 30 and ops["SigmoidBackward0"]["count"] == 6
 

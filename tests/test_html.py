@@ -38,6 +38,16 @@ CLI = {
     "overheads": ["overheads", "--json"],
     "roofline": ["report", "--json"],
     "info": ["info", "--json"],
+    "overlap": ["overlap", "--json"],
+    "categories": ["categories", "--json"],
+    "memory_bw": ["memory-bw", "--json"],
+    "collectives": ["collectives", "--json"],
+    "launch_stats": ["launch-stats", "--json"],
+    "queue": ["queue", "--json"],
+    "memory": ["memory", "--json"],
+    "counters": ["counters", "--json"],
+    "advise": ["advise", "--json"],
+    "shapes": ["shapes", "--json"],
 }
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--no-first-run"]
@@ -154,6 +164,19 @@ def check_chart_data(page: Numbers, docs: dict) -> None:
         assert data["overheads"][t] == docs["overheads"][t]
 
 
+def check_table_sections(text: str, docs: dict) -> None:
+    """Every table section is drawn when its document has rows, else named under "Not in
+    this trace" with its reason: never silently absent."""
+    from opgraph.export.html_tables import TABLE_SECTIONS, section_is_empty
+
+    for spec in TABLE_SECTIONS:
+        drawn = f'<section id="{spec.key.replace("_", "-")}">' in text
+        if section_is_empty(docs[spec.key], spec):
+            assert not drawn and f"<li>{spec.title}: " in text, spec.key
+        else:
+            assert drawn, spec.key
+
+
 def check_self_contained(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     # nothing the browser could load: no src/href/url() pointing anywhere but into the page
@@ -177,6 +200,7 @@ def test_synth_numbers_and_data(synth_report):
     page = check_numbers(html, docs)
     check_chart_data(page, docs)
     assert {"step_time", "gpu_busy_0", "qps", "cpu_idle_0", "cp_bound"} <= set(page.cards)
+    check_table_sections(html.read_text(encoding="utf-8"), docs)
 
 
 def test_synth_self_contained(synth_report):
@@ -239,6 +263,7 @@ def test_real_numbers_equal_cli_json(real_report):
     text = html.read_text()
     for sec in ("critical-path", "idle", "breakdowns", "roofline", "overheads", "health"):
         assert f'<section id="{sec}">' in text, sec
+    check_table_sections(text, docs)
     if shutil.which("dot"):
         assert 'data-chart="cp_svg"' in text and "<svg" in text
 

@@ -27,6 +27,7 @@ import pandas as pd
 
 from opgraph.analysis.iterations import K_CPU_OP, K_KERNEL, K_PYTHON, GraphFrame, Window, analysis_window, frame_of
 from opgraph.analysis.multistream import device_stats, stream_stats
+from opgraph.analysis.replayed_ops import replayed_ops
 from opgraph.ingest.steps import STEP_RE
 
 #: Names (prefixes) that mark module/label ranges rather than operators, as the seed's
@@ -586,10 +587,16 @@ def device_breakdown(G: nx.DiGraph | GraphFrame, window: Window | None = None, s
     host_t = pd.DataFrame({"op": f.name[occ], "host_ns": hb.event_time[occ]}).groupby("op").agg(
         count=("host_ns", "size"), host_ns=("host_ns", "sum"))
     top_of_act = np.where(rt >= 0, top[np.maximum(rt, 0)], -1)
-    dev_t = pd.DataFrame({"op": np.where(top_of_act >= 0, f.name[np.maximum(top_of_act, 0)], OUTSIDE_OPS),
-                          "t": dt, "k": 1}).groupby("op").agg(kernels=("k", "sum"), device_ns=("t", "sum"))
+    op_label = np.where(top_of_act >= 0, f.name[np.maximum(top_of_act, 0)], OUTSIDE_OPS).astype(object)
+    # graph replays: the op that captured the kernel, else (outside any op) its category
+    replayed, mapped, rlabel = replayed_ops(f, act, module_markers)
+    use = mapped | (replayed & (top_of_act < 0))
+    op_label[use] = rlabel[use]
+    dev_t = pd.DataFrame({"op": op_label, "t": dt, "k": 1, "g": replayed.astype(np.int64)}).groupby("op").agg(
+        kernels=("k", "sum"), device_ns=("t", "sum"), graph_kernels=("g", "sum"))
     opt = host_t.join(dev_t, how="outer").fillna(0)
-    opt = opt.astype({"count": np.int64, "host_ns": np.int64, "kernels": np.int64, "device_ns": np.int64})
+    opt = opt.astype({"count": np.int64, "host_ns": np.int64, "kernels": np.int64, "device_ns": np.int64,
+                      "graph_kernels": np.int64})
     opt = opt.reset_index().rename(columns={"index": "op"})
     opt = opt.sort_values(["device_ns", "host_ns", "op"], ascending=[False, False, True]).reset_index(drop=True)
     return DeviceBreakdown(w, items, ss, opt, hb, device_stats(f, w))
@@ -719,7 +726,8 @@ def device_breakdown_doc(db: DeviceBreakdown, depth: int = 3, top: int = 10) -> 
                         "entries": top_entries})
     ops = []
     for r in db.ops.itertuples(index=False):
-        ops.append({"op": str(r.op), "count": int(r.count), "kernels": int(r.kernels), "device_us": r.device_ns / 1e3,
+        ops.append({"op": str(r.op), "count": int(r.count), "kernels": int(r.kernels),
+                    "graph_kernels": int(r.graph_kernels), "device_us": r.device_ns / 1e3,
                     "host_us": r.host_ns / 1e3,
                     "ratio": (r.device_ns / r.host_ns) if r.host_ns > 0 else None})
     devices = [{"device": int(r.device), "streams": int(r.streams), "span_us": r.span_ns / 1e3,

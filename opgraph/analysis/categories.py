@@ -53,6 +53,26 @@ CATEGORIES: tuple[str, ...] = ("GEMM", "conv", "attention", "norm", "reduction",
 TYPES: tuple[str, ...] = ("computation", "communication", "memory")
 
 
+def category_by_name(names: np.ndarray) -> np.ndarray:
+    """The category of each kernel name by :data:`NAME_RULES` (first match), None where no
+    rule matches. The regexes run once per distinct name."""
+    if not len(names):
+        return np.zeros(0, dtype=object)
+    codes, uniq = pd.factorize(pd.Series(names, dtype=object).fillna("").astype(str))
+    rules = [(c, re.compile(rx)) for c, rx in NAME_RULES]
+    u_rule = np.array([next((c for c, rx in rules if rx.search(n)), None) for n in uniq], dtype=object)
+    return u_rule[codes]
+
+
+def is_comm_kernel(names: np.ndarray) -> np.ndarray:
+    """Mask of communication (NCCL / RCCL) kernel names."""
+    if not len(names):
+        return np.zeros(0, dtype=bool)
+    codes, uniq = pd.factorize(pd.Series(names, dtype=object).fillna("").astype(str))
+    rx = re.compile(COMM_KERNEL_PATTERN)
+    return np.array([bool(rx.search(n)) for n in uniq], dtype=bool)[codes]
+
+
 @dataclass(repr=False)
 class CategoryBreakdown(TableResult):
     """Result of :func:`gpu_categories`: ``activities`` (one row per device activity:
@@ -102,14 +122,8 @@ def gpu_categories(G: nx.DiGraph, roofline_result: Any = None) -> CategoryBreakd
     names = k["name"].astype(object).fillna("").astype(str).to_numpy(object)
     kinds = k["kind"].astype(str).to_numpy(object)
     fam = k["family"].astype(object).to_numpy(object)
-    # the regexes run once per distinct kernel name
-    codes, uniq = pd.factorize(names)
-    comm_rx = re.compile(COMM_KERNEL_PATTERN)
-    rules = [(c, re.compile(rx)) for c, rx in NAME_RULES]
-    u_comm = np.array([bool(comm_rx.search(n)) for n in uniq], dtype=bool)
-    u_rule = np.array([next((c for c, rx in rules if rx.search(n)), None) for n in uniq], dtype=object)
-    comm = u_comm[codes] if len(k) else np.zeros(0, bool)
-    by_name = u_rule[codes] if len(k) else np.zeros(0, object)
+    comm = is_comm_kernel(names)
+    by_name = category_by_name(names)
     mem = np.isin(kinds, ("memcpy", "memset"))
     typ = np.where(mem, "memory", np.where(comm, "communication", "computation"))
     fam_cat = pd.Series(fam, dtype=object).map(FAMILY_CATEGORY).to_numpy(object)

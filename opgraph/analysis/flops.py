@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 __all__ = [
@@ -80,6 +80,14 @@ class OpCost:
             ``None`` when the group size is unknown or for non-collectives.
         assumptions: human-readable notes for every default the rule had to assume
             because an argument was not recorded (empty when nothing was assumed).
+        problem: the problem size the rule read from the arguments, for the GEMM,
+            convolution and attention rules (``None`` for the others): GEMM ``B M N K``
+            (C[B, M, N] = A[B, M, K] @ B[B, K, N]; ``B`` = 1 unless batched); attention
+            ``B H Sq Sk D Dv causal``; convolution ``N C H W K R S`` (input batch,
+            channels, height, width; output channels; filter height, width; ``D`` / ``T``
+            input / filter depth of 3-d convolutions, ``None`` otherwise; 1-d: ``H`` =
+            ``R`` = 1) and ``stride padding dilation`` (tuples, ``None`` when not
+            recorded), ``groups``, ``transposed``. Not part of equality.
     """
 
     flops: int
@@ -90,6 +98,7 @@ class OpCost:
     algbw_factor: float | None = None
     busbw_factor: float | None = None
     assumptions: tuple[str, ...] = ()
+    problem: Mapping[str, Any] | None = field(default=None, compare=False)
 
 
 # ---------------------------------------------------------------------------------------
@@ -522,6 +531,10 @@ def _cost(flops: float | int, nbytes: int | None, dtype: str | None, model: str,
 # bytes are). Output dtype = dtype of the first matrix unless out_dtype is recorded.
 
 
+def _gemm_problem(b: int, m: int, n: int, k: int) -> dict[str, Any]:
+    return {"B": b, "M": m, "N": n, "K": k}
+
+
 def _gemm_bytes(a: _Args, mats: Sequence[int], out_numel: int, out_size: int | None,
                 extra: Sequence[int] = ()) -> int | None:
     return _sum_bytes(*(a.nbytes(i) for i in (*mats, *extra)), _mul_bytes(out_numel, out_size))
@@ -535,7 +548,8 @@ def _mm(c: _Ctx) -> OpCost | None:
         return None
     m, k, n = x[0], x[1], w[1]
     out_size = 4 if c.name == "aten::_int_mm" else a.itemsize(0)
-    return _cost(2 * m * n * k, _gemm_bytes(a, (0, 1), m * n, out_size), _op_dtype(a), "gemm")
+    return _cost(2 * m * n * k, _gemm_bytes(a, (0, 1), m * n, out_size), _op_dtype(a), "gemm",
+                 problem=_gemm_problem(1, m, n, k))
 
 
 @_rule("gemm", "aten::addmm", "aten::addmm_")
@@ -548,7 +562,7 @@ def _addmm(c: _Ctx) -> OpCost | None:
     beta = a.ci(3)
     extra = () if beta == 0 else (0,)  # beta == 0: C is not read
     return _cost(2 * m * n * k, _gemm_bytes(a, (1, 2), m * n, a.itemsize(1), extra),
-                 _op_dtype(a), "gemm")
+                 _op_dtype(a), "gemm", problem=_gemm_problem(1, m, n, k))
 
 
 @_rule("gemm", "aten::bmm")
@@ -559,7 +573,7 @@ def _bmm(c: _Ctx) -> OpCost | None:
         return None
     b, m, k, n = x[0], x[1], x[2], w[2]
     return _cost(2 * b * m * n * k, _gemm_bytes(a, (0, 1), b * m * n, a.itemsize(0)),
-                 _op_dtype(a), "gemm")
+                 _op_dtype(a), "gemm", problem=_gemm_problem(b, m, n, k))
 
 
 @_rule("gemm", "aten::baddbmm", "aten::baddbmm_", "aten::addbmm", "aten::addbmm_")
@@ -572,7 +586,7 @@ def _baddbmm(c: _Ctx) -> OpCost | None:
     out_numel = m * n if c.name.startswith("aten::addbmm") else b * m * n
     extra = () if a.ci(3) == 0 else (0,)
     return _cost(2 * b * m * n * k, _gemm_bytes(a, (1, 2), out_numel, a.itemsize(1), extra),
-                 _op_dtype(a), "gemm")
+                 _op_dtype(a), "gemm", problem=_gemm_problem(b, m, n, k))
 
 
 @_rule("gemm", "aten::_scaled_mm")
@@ -593,7 +607,7 @@ def _scaled_mm(c: _Ctx) -> OpCost | None:
         if od is UNKNOWN:
             notes.append("out_dtype not recorded: assumed the input dtype")
     return _cost(2 * m * n * k, _gemm_bytes(a, (0, 1), m * n, out_size, (2, 3, 4, 5)),
-                 _op_dtype(a), "gemm", notes)
+                 _op_dtype(a), "gemm", notes, problem=_gemm_problem(1, m, n, k))
 
 
 def _matmul_shapes(x: tuple[int, ...], w: tuple[int, ...]) -> tuple[int, int, int, int] | None:
@@ -621,7 +635,7 @@ def _matmul(c: _Ctx) -> OpCost | None:
         return None
     b, m, k, n = bmkn
     return _cost(2 * b * m * n * k, _gemm_bytes(a, (0, 1), b * m * n, a.itemsize(0)),
-                 _op_dtype(a), "gemm")
+                 _op_dtype(a), "gemm", problem=_gemm_problem(b, m, n, k))
 
 
 @_rule("gemm", "aten::linear", "vllm::rocm_unquantized_gemm")
@@ -635,7 +649,7 @@ def _linear(c: _Ctx) -> OpCost | None:
     n = w[0] if len(w) == 2 else 1
     m = _prod(x[:-1])
     return _cost(2 * m * n * k, _gemm_bytes(a, (0, 1), m * n, a.itemsize(0), (2,)),
-                 _op_dtype(a), "gemm")
+                 _op_dtype(a), "gemm", problem=_gemm_problem(1, m, n, k))
 
 
 # ---------------------------------------------------------------------------------------
@@ -669,6 +683,24 @@ def _conv_out_spatial(in_sp: Sequence[int], k: Sequence[int], stride: Sequence[i
             return None
         out.append(o)
     return out
+
+
+def _conv_problem(x: Sequence[Any], w: Sequence[int], cout: int | None, stride: Any, padding: Any,
+                  dilation: Any, groups: Any, transposed: bool) -> dict[str, Any]:
+    """``N C H W K R S`` (+ ``D T`` for 3-d) of a convolution with input ``x`` [N, C, *spatial]
+    and weight ``w`` [K, C/groups, *kernel] (``[C, K/groups, ...]`` when transposed); ``x``
+    may hold ``None`` for what is unknown."""
+    nd = len(w) - 2
+    sp, ks = list(x[2:]), list(w[2:])
+    if nd == 1:
+        sp, ks = [1] + sp, [1] + ks
+    d3 = nd == 3
+    def tup(v: Any) -> tuple[int, ...] | None:
+        return tuple(v) if isinstance(v, (list, tuple)) else None
+    g = groups if isinstance(groups, int) and not isinstance(groups, bool) and groups > 0 else None
+    return {"N": x[0], "C": x[1], "D": sp[0] if d3 else None, "H": sp[-2], "W": sp[-1], "K": cout,
+            "T": ks[0] if d3 else None, "R": ks[-2], "S": ks[-1], "stride": tup(stride), "padding": tup(padding),
+            "dilation": tup(dilation), "groups": g, "transposed": bool(transposed)}
 
 
 def _conv_forward(c: _Ctx, *, bias: int | None, stride: Any, padding: Any, dilation: Any,
@@ -716,7 +748,8 @@ def _conv_forward(c: _Ctx, *, bias: int | None, stride: Any, padding: Any, dilat
     else:
         nbytes = _sum_bytes(a.nbytes(0), a.nbytes(1), a.nbytes(bias) if bias is not None else 0,
                             _mul_bytes(n * cout * _prod(out_sp), a.itemsize(0)))
-    return _cost(flops, nbytes, _op_dtype(a), "conv", notes)
+    return _cost(flops, nbytes, _op_dtype(a), "conv", notes,
+                 problem=_conv_problem(x, w, cout, st, pd, dl, g, transposed))
 
 
 @_rule("conv", "aten::convolution", "aten::_convolution", "aten::convolution_overrideable")
@@ -785,7 +818,11 @@ def _bool_mask(v: Any, n: int) -> list[bool] | None:
 
 def _conv_bwd(a: _Args, go: tuple[int, ...], x: tuple[int, ...] | None, w: tuple[int, ...],
               transposed: bool, mask: Sequence[bool], *, go_i: int, x_i: int | None, w_i: int,
-              grad_input_numel: int | None, grad_weight_numel: int | None) -> OpCost | None:
+              grad_input_numel: int | None, grad_weight_numel: int | None,
+              hyper: Sequence[Any] = (None, None, None, None),
+              input_shape: Any = None) -> OpCost | None:
+    """``hyper``: the recorded (stride, padding, dilation, groups); ``input_shape``: the
+    forward input's shape when ``x`` is not an argument (the problem size only)."""
     nd = len(w) - 2
     if len(go) == nd + 1:
         go = (1,) + go
@@ -813,7 +850,17 @@ def _conv_bwd(a: _Args, go: tuple[int, ...], x: tuple[int, ...] | None, w: tuple
         parts.append(_mul_bytes(grad_weight_numel, size) if grad_weight_numel is not None else None)
     if len(mask) > 2 and mask[2]:
         parts.append(_mul_bytes(go[1], size))
-    return _cost(flops, _sum_bytes(*parts), _op_dtype(a), "conv_backward")
+    xs: Any = x if x is not None else (tuple(input_shape) if _is_shape(input_shape) and input_shape else None)
+    if xs is not None and len(xs) == nd + 1:
+        xs = (1,) + tuple(xs)
+    if xs is None or len(xs) != nd + 2:  # forward input unknown: batch from grad_output only
+        xs = (go[0], None) + (None,) * nd
+    st, pd, dl = (_as_list(h, nd) for h in hyper[:3])
+    g = hyper[3]
+    gi = g if isinstance(g, int) and not isinstance(g, bool) and g > 0 else None
+    cout = (w[1] * gi if gi is not None else None) if transposed else w[0]
+    problem = _conv_problem(xs, w, cout, st, pd, dl, gi, transposed)
+    return _cost(flops, _sum_bytes(*parts), _op_dtype(a), "conv_backward", problem=problem)
 
 
 @_rule("conv", "aten::convolution_backward", "aten::convolution_backward_overrideable")
@@ -828,7 +875,7 @@ def _convolution_backward(c: _Ctx) -> OpCost | None:
         return None
     return _conv_bwd(a, go, x, w, transposed, mask, go_i=0, x_i=1, w_i=2,
                      grad_input_numel=a.numel(1) if x is not None else None,
-                     grad_weight_numel=_prod(w))
+                     grad_weight_numel=_prod(w), hyper=(a.ci(4), a.ci(5), a.ci(6), a.ci(9)))
 
 
 @_rule("conv", "aten::cudnn_convolution_backward")
@@ -842,7 +889,7 @@ def _cudnn_convolution_backward(c: _Ctx) -> OpCost | None:
         return None
     return _conv_bwd(a, go, x, w, False, mask, go_i=1, x_i=0, w_i=2,
                      grad_input_numel=a.numel(0) if x is not None else None,
-                     grad_weight_numel=_prod(w))
+                     grad_weight_numel=_prod(w), hyper=(a.ci(4), a.ci(3), a.ci(5), a.ci(6)))
 
 
 @_rule("conv", "aten::cudnn_convolution_backward_input")
@@ -855,7 +902,8 @@ def _cudnn_conv_bwd_input(c: _Ctx) -> OpCost | None:
     size = a.ci(0)
     gi = _prod(size) if _is_shape(size) and size else None
     return _conv_bwd(a, go, None, w, False, [True, False], go_i=1, x_i=None, w_i=2,
-                     grad_input_numel=gi, grad_weight_numel=None)
+                     grad_input_numel=gi, grad_weight_numel=None,
+                     hyper=(a.ci(4), a.ci(3), a.ci(5), a.ci(6)), input_shape=size)
 
 
 @_rule("conv", "aten::cudnn_convolution_backward_weight")
@@ -870,7 +918,8 @@ def _cudnn_conv_bwd_weight(c: _Ctx) -> OpCost | None:
     if go is None or size is None:
         return None
     return _conv_bwd(a, go, x, tuple(size), False, [False, True], go_i=1, x_i=2, w_i=1,
-                     grad_input_numel=None, grad_weight_numel=_prod(size))
+                     grad_input_numel=None, grad_weight_numel=_prod(size),
+                     hyper=(a.ci(4), a.ci(3), a.ci(5), a.ci(6)))
 
 
 # ---------------------------------------------------------------------------------------
@@ -899,11 +948,13 @@ def _attn(c: _Ctx, *, q: int, k: int, v: int, layout: str, causal: Any, causal_k
             return None
         bh, sq, d = qs[0] * qs[2], qs[1], qs[3]
         skv, dv = ks[1], vs[3]
+        b_, h_ = qs[0], qs[2]
     else:  # [..., S, D] with batch and heads leading
         if len(qs) < 2 or len(ks) < 2 or len(vs) < 2:
             return None
         bh, sq, d = _prod(qs[:-2]), qs[-2], qs[-1]
         skv, dv = ks[-2], vs[-1]
+        b_, h_ = _prod(qs[:-3]), (qs[-3] if len(qs) >= 3 else 1)
     if ks[-1] != d:
         return None
     notes: list[str] = []
@@ -928,7 +979,8 @@ def _attn(c: _Ctx, *, q: int, k: int, v: int, layout: str, causal: Any, causal_k
     else:
         nbytes = _sum_bytes(a.nbytes(q), a.nbytes(k), a.nbytes(v), out_bytes,
                             *(a.nbytes(i) for i in extra_read))
-    return _cost(flops, nbytes, _op_dtype(a), "sdpa_backward" if backward else "sdpa", notes)
+    return _cost(flops, nbytes, _op_dtype(a), "sdpa_backward" if backward else "sdpa", notes,
+                 problem={"B": b_, "H": h_, "Sq": sq, "Sk": skv, "D": d, "Dv": dv, "causal": is_causal})
 
 
 @_rule("attention", "aten::scaled_dot_product_attention")

@@ -83,10 +83,24 @@ def trace_info(G: nx.DiGraph) -> dict[str, Any]:
                  "duration_us": (span[1] - span[0]) / 1000.0},
         "health": list(G.graph.get("health", [])),
         "inferred_dependencies": inferred_dependencies(G),
+        **_graph_replay_section(G),
         "schema_version": G.graph.get("schema_version"),
         "opgraph_version": G.graph.get("opgraph_version"),
         **_job_section(G),
     }
+
+
+def _graph_replay_section(G: nx.DiGraph) -> dict[str, Any]:
+    """``graph_replay``: the counts of ``G.graph['graph_replay']`` (docs/graph-replay.md),
+    without the per-activity map; absent when the trace replays no CUDA/HIP graph."""
+    doc = G.graph.get("graph_replay")
+    if not isinstance(doc, dict):
+        return {}
+    keys = ("replays", "activities", "mapped", "mapped_by", "unmapped")
+    out = {k: doc.get(k) for k in keys}
+    out["captures"] = [{k: c.get(k) for k in ("source", "label", "nodes", "names_recorded")}
+                       for c in doc.get("captures", []) if isinstance(c, dict)]
+    return {"graph_replay": out}
 
 
 def inferred_dependencies(G: nx.DiGraph) -> list[dict[str, Any]]:

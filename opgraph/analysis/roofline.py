@@ -318,6 +318,7 @@ class _OpCosts:
     family: np.ndarray     # object
     dtype: np.ndarray      # object
     collective: np.ndarray  # bool
+    problem: np.ndarray    # object: OpCost.problem (GEMM/conv/attention problem size) or None
 
 
 def _cost_ops(c: TraceColumns, world_size: int | None) -> _OpCosts:
@@ -329,9 +330,10 @@ def _cost_ops(c: TraceColumns, world_size: int | None) -> _OpCosts:
     family = np.full(n, None, dtype=object)
     dtype = np.full(n, None, dtype=object)
     coll = np.zeros(n, dtype=bool)
+    problem = np.full(n, None, dtype=object)
     cpu = np.flatnonzero(c.kind == "cpu_op")
     if not len(cpu):
-        return _OpCosts(flops, nbytes, costed, model, family, dtype, coll)
+        return _OpCosts(flops, nbytes, costed, model, family, dtype, coll, problem)
     fam = _vstr(c.name[cpu], lambda nm: op_family(nm) if isinstance(nm, str) else None)
     family[cpu] = fam
     cand = cpu[fam != None]  # noqa: E711
@@ -370,7 +372,8 @@ def _cost_ops(c: TraceColumns, world_size: int | None) -> _OpCosts:
         model[p] = oc.model
         dtype[p] = oc.dtype
         coll[p] = oc.collective is not None
-    return _OpCosts(flops, nbytes, costed, model, family, dtype, coll)
+        problem[p] = oc.problem
+    return _OpCosts(flops, nbytes, costed, model, family, dtype, coll, problem)
 
 
 #: Forward convolutions whose output shape can come from their backward (old traces record
@@ -586,6 +589,12 @@ class RooflineResult(TableResult):
     attributed_bytes`` and the achieved columns over ``gpu_ns`` (the op's activities).
     ``kernels`` counts the activities the op owns (else launches, for ops without a
     model); ``owned`` those that took their FLOPs/bytes from the op (not from the trace).
+
+    ``problems``: op ``eid`` -> the problem size its rule read (``OpCost.problem``: GEMM
+    ``B M N K``, attention ``B H Sq Sk D Dv causal``, convolution ``N C H W K R S ...``),
+    for the counted GEMM / attention / convolution ops that have one; ``op_args``: op
+    ``eid`` -> its recorded args, for every counted op of those families (both used by
+    :mod:`opgraph.analysis.shapes`).
     """
 
     kernels: pd.DataFrame
@@ -600,6 +609,8 @@ class RooflineResult(TableResult):
                 "kernels": self.kernels, "ops": self.ops}
     device_override: str | None = None
     source: Mapping[str, Any] = field(default_factory=dict)
+    problems: Mapping[int, Mapping[str, Any]] = field(default_factory=dict)
+    op_args: Mapping[int, Any] = field(default_factory=dict)
 
     def coverage(self) -> dict[str, Any]:
         return summarize(self)
@@ -872,7 +883,11 @@ def roofline(source: nx.DiGraph | TraceColumns | Mapping[str, Any], *, device: s
     r = _rates(af[op_rows], ohf, ab[op_rows], ohb, gpu_ns[op_rows], opf, opb, oc.collective[op_rows])
     for k_, v in r.items():
         odf[k_] = _obj(v) if k_ == "bound" else v
-    return RooflineResult(kdf, odf, devices, dtype, device, dict(g.get("source") or {}))
+    pr = np.flatnonzero(counted & isin_obj(oc.family, _COMPUTE_FAMILIES))
+    op_args = dict(zip(c.eid[pr].tolist(), c.args[pr].tolist()))
+    pr = pr[oc.problem[pr] != None]  # noqa: E711
+    problems = dict(zip(c.eid[pr].tolist(), oc.problem[pr].tolist()))
+    return RooflineResult(kdf, odf, devices, dtype, device, dict(g.get("source") or {}), problems, op_args)
 
 
 # --------------------------------------------------------------------------- derived views

@@ -19,6 +19,9 @@ section data           the same as
 ``overheads``          ``opgraph overheads IN --json``
 ``roofline``           ``opgraph report IN --json [--device D] [--dtype T]``
 ``info``               ``opgraph info IN --json``
+``overlap`` ...        the table sections (:mod:`opgraph.export.html_tables`): ``overlap``,
+                       ``categories``, ``memory-bw``, ``collectives``, ``launch-stats``,
+                       ``queue``, ``memory``, ``counters`` with ``--json`` and their defaults
 =====================  =====================================================
 
 Each printed number carries ``data-src`` (the section), ``data-path`` (its place in that
@@ -37,6 +40,14 @@ from typing import Any, Callable
 
 import networkx as nx
 import orjson
+
+from opgraph.export.html_format import chart as _chart
+from opgraph.export.html_format import esc as _esc
+from opgraph.export.html_format import fmt_num, fmt_pct, get_path  # noqa: F401  (get_path: re-exported)
+from opgraph.export.html_format import html_table as _table
+from opgraph.export.html_format import num_span as _num
+from opgraph.export.html_format import path_key as _k
+from opgraph.export.html_format import short_name as _short
 
 #: Options of the embedded critical-path picture (``export --svg --critical-only
 #: --collapse op --max-nodes 120 --window <the median step>``).
@@ -125,73 +136,10 @@ def report_data(G: nx.DiGraph, batch_size: int | None = None, device: str | None
     section("breakdown_device", dev)
     section("overheads", overheads)
     section("roofline", roofline)
+    from opgraph.export.html_tables import TABLE_SECTIONS
+    for spec in TABLE_SECTIONS:
+        section(spec.key, lambda spec=spec: spec.compute(G))
     return out
-
-
-# --------------------------------------------------------------------------- formatting
-def fmt_num(v: Any, nd: int = 3) -> str:
-    """A number as printed: thousands separators, ``nd`` decimals with trailing zeros
-    dropped (µs values keep their ns digits)."""
-    if v is None:
-        return "–"
-    if isinstance(v, bool):
-        return str(v)
-    if isinstance(v, int):
-        return f"{v:,}"
-    x = float(v)
-    if not math.isfinite(x):
-        return str(x)
-    s = f"{x:,.{nd}f}"
-    if "." in s:
-        s = s.rstrip("0").rstrip(".")
-    return "0" if s in ("-0", "") else s
-
-
-def fmt_pct(v: Any) -> str:
-    return "–" if v is None else f"{float(v):,.2f}"
-
-
-def _k(key: Any) -> str:
-    """A dict key as one step of a ``data-path`` (JSON-pointer escapes: ``~0`` ``~1``)."""
-    return str(key).replace("~", "~0").replace("/", "~1")
-
-
-def get_path(doc: Any, path: str) -> Any:
-    """The value at a ``data-path`` (``/``-separated; ``~1`` is ``/``, ``~0`` is ``~``)."""
-    cur = doc
-    for part in path.split("/"):
-        part = part.replace("~1", "/").replace("~0", "~")
-        cur = cur[int(part)] if isinstance(cur, list) else cur[part]
-    return cur
-
-
-def _num(data: dict[str, Any], src: str, path: str, unit: str = "", pct: bool = False, nd: int = 3) -> str:
-    """A printed number of ``data[src]`` at ``path``, with its provenance attributes."""
-    v = get_path(data[src], path)
-    text = fmt_pct(v) if pct else fmt_num(v, nd)
-    if v is None:
-        return '<span class="num na">–</span>'
-    unit_html = f'<span class="unit">{html.escape(unit)}</span>' if unit else ""
-    return (f'<span class="num" data-src="{src}" data-path="{html.escape(path)}" '
-            f'data-value="{html.escape(orjson.dumps(v).decode())}" data-fmt="{"pct" if pct else nd}">'
-            f'{text}</span>{unit_html}')
-
-
-def _esc(s: Any) -> str:
-    return html.escape("" if s is None else str(s))
-
-
-def _short(name: str, width: int = 80, kernel: bool = False) -> str:
-    """A name for a table cell (the full name is its tooltip): a kernel without ``void``
-    and parameter list; then cut in the middle, keeping both ends."""
-    s = " ".join(str(name).split())
-    if kernel:
-        from opgraph.analysis.diff import normalize_kernel_name
-        s = normalize_kernel_name(s) or s
-    if len(s) <= width:
-        return s
-    k = (width - 1) // 3
-    return s[:k] + "…" + s[len(s) - (width - 1 - k):]
 
 
 # --------------------------------------------------------------------------- sections
@@ -234,21 +182,6 @@ def _cards(data: dict[str, Any]) -> str:
              f'of {_num(data, "critical_path", "summary/length_us", " µs")} over '
              f'{_num(data, "critical_path", "summary/windows")} window(s) ({_esc(cp["window_mode"])})', "cp_bound")
     return '<div class="cards">' + "".join(cards) + "</div>"
-
-
-def _table(head: list[str], rows: list[list[str]], cls: str = "") -> str:
-    """A table; cells that are not numbers are left-aligned."""
-    th = "".join(f"<th>{_esc(h)}</th>" for h in head)
-
-    def td(c: str) -> str:
-        return f"<td>{c}</td>" if (not c or 'class="num' in c or 'class="val' in c) else f'<td class="l">{c}</td>'
-    body = "".join("<tr>" + "".join(td(c) for c in r) + "</tr>" for r in rows)
-    return f'<table class="{cls}"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
-
-
-def _chart(key: str, title: str, note: str = "", height: int = 320) -> str:
-    return (f'<figure class="fig"><figcaption>{_esc(title)}<span class="hint">{_esc(note)}</span></figcaption>'
-            f'<div class="chart" data-chart="{key}" style="height:{height}px"></div></figure>')
 
 
 def _section_cp(data: dict[str, Any], picture: str | None, picture_note: str) -> str:
@@ -366,13 +299,32 @@ def _section_overheads(data: dict[str, Any], top: int = 15) -> str:
     return "".join(parts)
 
 
-def _section_health(data: dict[str, Any]) -> str:
+def _section_health(data: dict[str, Any], missing: list[str] | None = None) -> str:
     h = data["info"]["health"]
+    gone = ""
+    if missing:
+        gone = ('<h3>Not in this trace</h3><ul class="note">' + "".join(f"<li>{_esc(m)}</li>" for m in missing)
+                + "</ul>")
     if not h:
-        return '<p class="note ok">No trace-health warnings.</p>'
+        return '<p class="note ok">No trace-health warnings.</p>' + gone
     rows = [[f'<code>{_esc(x["code"])}</code>', _num(data, "info", f"health/{i}/count"),
              _esc(x.get("example_eid")), _esc(x.get("message"))] for i, x in enumerate(h)]
-    return _table(["check", "count", "example eid", "what it means"], rows, "small health")
+    return _table(["check", "count", "example eid", "what it means"], rows, "small health") + gone
+
+
+def _section_graph_replay(data: dict[str, Any]) -> str:
+    g = data["info"]["graph_replay"]
+    rows = [[_esc(label), _num(data, "info", f"graph_replay/{k}")]
+            for k, label in (("replays", "graph launches"), ("activities", "replayed activities"),
+                             ("mapped", "mapped to the ops that captured them"), ("unmapped", "not mapped"))]
+    caps = [[_esc(c.get("source")), _esc(c.get("label")), _num(data, "info", f"graph_replay/captures/{i}/nodes"),
+             "yes" if c.get("names_recorded") else "no"] for i, c in enumerate(g.get("captures") or [])]
+    out = ('<p class="note">Kernels run by graph replays are counted under the op that captured them '
+           '(docs/graph-replay.md); unmapped ones are named <code>(graph replay) &lt;category&gt;</code>.</p>'
+           + _table(["", "count"], rows, "small"))
+    if caps:
+        out += _table(["capture trace", "capture", "nodes", "kernel names recorded"], caps, "small")
+    return out
 
 
 # --------------------------------------------------------------------------- page
@@ -419,8 +371,14 @@ def render_html(G: nx.DiGraph, data: dict[str, Any], notes: list[str], title: st
         sec.append(("roofline", "Top kernels and roofline", _section_roofline(data)))
     if "overheads" in data:
         sec.append(("overheads", "CPU overheads T1–T5", _section_overheads(data)))
+    from opgraph.export.html_tables import table_sections
+    extra, missing = table_sections(data)
+    sec[:0] = [x for x in extra if x[0] == "advise"]  # what to try next: right after the summary
+    sec.extend(x for x in extra if x[0] != "advise")
+    if "info" in data and data["info"].get("graph_replay"):
+        sec.append(("graph-replay", "CUDA/HIP-graph replays", _section_graph_replay(data)))
     if "info" in data:
-        sec.append(("health", "Trace health", _section_health(data)))
+        sec.append(("health", "Trace health", _section_health(data, missing)))
     nav = "".join(f'<a href="#{k}">{_esc(t)}</a>' for k, t, _ in sec)
     body = "".join(f'<section id="{k}"><h2>{_esc(t)}</h2>{c}</section>' for k, t, c in sec)
     info = data.get("info") or {}

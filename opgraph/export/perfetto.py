@@ -8,7 +8,8 @@
   (host events blamed for CPU-induced GPU idle) and, on device activities,
   ``opgraph.launch_delay_us`` / ``opgraph.queue_wait_us``;
 * v1 flow events (``s``/``f``) along the critical path where it crosses threads or streams;
-* counter tracks: busy streams per GPU, and queued-but-unstarted activities per stream;
+* counter tracks: busy streams per GPU, queued-but-unstarted activities per stream, and
+  allocated / reserved memory per device (from the trace's ``[memory]`` events);
 * ``M`` metadata naming the processes and threads that have no name yet.
 
 Every piece is a pure function of the graph and the analysis results, vectorised with
@@ -199,6 +200,25 @@ def launch_args(arr: GraphArrays) -> dict[int, dict[str, Any]]:
     has_q = np.flatnonzero(qw > 0)
     for e, q in zip(arr.eid[ld][has_q].tolist(), _us(qw[has_q]).tolist()):
         out[e][k_q] = q
+    return out
+
+
+def replay_args(G: nx.DiGraph) -> dict[int, dict[str, Any]]:
+    """Per CUDA/HIP-graph replay activity mapped to its capture (``G.graph['graph_replay']``,
+    docs/graph-replay.md): ``opgraph.captured_op`` (the op chain at capture, outermost
+    first, joined by `` > ``), ``opgraph.capture_annotation`` (the innermost annotation,
+    when any) and ``opgraph.capture_evidence``."""
+    from opgraph.graph.replay import replay_map
+
+    m = replay_map(G.graph)
+    out: dict[int, dict[str, Any]] = {}
+    k_op, k_ann, k_ev = ARG_PREFIX + "captured_op", ARG_PREFIX + "capture_annotation", ARG_PREFIX + "capture_evidence"
+    for e, ch, an, evd in zip(m["eid"].tolist(), m["chain"].tolist(), m["annotation"].tolist(),
+                              m["evidence"].tolist()):
+        d = {k_op: " > ".join(ch), k_ev: evd}
+        if an is not None:
+            d[k_ann] = an
+        out[int(e)] = d
     return out
 
 
@@ -420,6 +440,41 @@ def queued_counters(arr: GraphArrays, ev: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
+def memory_counters(ev: pd.DataFrame, device_pids: dict[int, Any] | None = None) -> list[dict[str, Any]]:
+    """Counter ``<type> <d> memory`` (``CUDA 0 memory``, ``CPU -1 memory``; series
+    ``allocated`` and, where the trace has ``Total Reserved``, ``reserved``; bytes) from the
+    profiler's ``[memory]`` events (:mod:`opgraph.analysis.memory_timeline`): the level after
+    the last event at each time, written where it changes. On the device's process when its
+    activities have one (``device_pids``), else on the process of its memory events."""
+    from opgraph.analysis.memory_timeline import device_type_name, memory_events
+
+    m = memory_events(ev).frame
+    if not len(m):
+        return []
+    g, ts = m["group"].to_numpy(), m["ts_ns"].to_numpy()
+    last = np.ones(len(m), dtype=bool)
+    last[:-1] = (g[1:] != g[:-1]) | (ts[1:] != ts[:-1])
+    alloc = m["allocated"].to_numpy()
+    has_r = m["has_reserved"].to_numpy()
+    res = np.where(has_r, m["trace_reserved"].to_numpy(), -1)
+    idx = np.flatnonzero(last)
+    change = np.ones(len(idx), dtype=bool)
+    change[1:] = (g[idx][1:] != g[idx][:-1]) | (alloc[idx][1:] != alloc[idx][:-1]) | (res[idx][1:] != res[idx][:-1])
+    idx = idx[change]
+    first = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+    dtypes, devs, pids = m["device_type"].to_numpy(), m["device"].to_numpy(), m["pid"].to_numpy()
+    names, pid_of = {}, {}
+    for gi, r in enumerate(first.tolist()):
+        d = int(devs[r])
+        names[gi] = f"{device_type_name(int(dtypes[r]))} {d} memory"
+        pid_of[gi] = (device_pids or {}).get(d, pids[r]) if int(dtypes[r]) != 0 else pids[r]
+    out: list[dict[str, Any]] = []
+    for gi, t, a, r in zip(g[idx].tolist(), ts[idx].tolist(), alloc[idx].tolist(), res[idx].tolist()):
+        args = {"allocated": a, "reserved": r} if r >= 0 else {"allocated": a}
+        out.append({"ph": "C", "cat": COUNTER_CAT, "name": names[gi], "pid": pid_of[gi], "ts": t, "args": args})
+    return out
+
+
 # --------------------------------------------------------------------------- metadata
 def metadata_events(ev: pd.DataFrame, counter_pids: Iterable[Any] = ()) -> list[dict[str, Any]]:
     """``process_name`` / ``thread_name`` metadata for the processes and threads of the
@@ -509,10 +564,12 @@ def build_overlay(G: nx.DiGraph, window: str | None = None, *, arr: GraphArrays 
         idle = idle_time(G, arr=arr)
     lane = _lane_codes(ev)
     ov = Overlay(windows=len(cp.windows))
-    ov.add_args = merge_args(launch_args(arr), idle_args(idle), critical_args(cp))
+    ov.add_args = merge_args(launch_args(arr), replay_args(G), idle_args(idle), critical_args(cp))
     ov.flows = critical_flows(ev, cp, next_flow_id(ev), _SliceIndex(ev, lane))
-    ov.counters = gpu_busy_counters(arr, ev) + queued_counters(arr, ev)
-    counter_pids = _device_pid(ev, _activities(arr)).values() if ov.counters else ()
+    dev_pids = _device_pid(ev, _activities(arr))
+    mem = memory_counters(ev, dev_pids)
+    ov.counters = gpu_busy_counters(arr, ev) + queued_counters(arr, ev) + mem
+    counter_pids = list(dev_pids.values()) + list(dict.fromkeys(c["pid"] for c in mem)) if ov.counters else ()
     ov.metadata = metadata_events(ev, counter_pids)
     return ov
 

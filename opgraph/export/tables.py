@@ -133,12 +133,17 @@ def render_device_breakdown(doc: dict[str, Any], console: Console, top_ops: int 
     t = Table(title=f"Device time per op (top {min(top_ops, len(doc['ops']))} of {len(doc['ops'])})",
               title_justify="left")
     t.add_column("op", no_wrap=True, overflow="ellipsis", max_width=70)
-    for c in ("count", "kernels", "device µs", "host µs", "device/host"):
+    graphs = any(o.get("graph_kernels") for o in doc["ops"])
+    for c in ("count", "kernels") + (("graph replay",) if graphs else ()) + ("device µs", "host µs", "device/host"):
         t.add_column(c, justify="right", no_wrap=True)
     for o in doc["ops"][:top_ops]:
-        t.add_row(o["op"], f"{o['count']:,}", f"{o['kernels']:,}", _us(o["device_us"]), _us(o["host_us"]),
+        t.add_row(o["op"], f"{o['count']:,}", f"{o['kernels']:,}",
+                  *((f"{o.get('graph_kernels', 0):,}",) if graphs else ()), _us(o["device_us"]), _us(o["host_us"]),
                   "" if o["ratio"] is None else f"{o['ratio']:.2f}")
     console.print(_fit(t, console.width))
+    if graphs:
+        console.print("graph replay: kernels run by CUDA/HIP-graph replays, under the op that captured them "
+                      "(opgraph build --capture) or named '(graph replay) <category>' (docs/graph-replay.md)")
 
 
 def _st(s: dict[str, Any] | None) -> tuple[str, str, str]:

@@ -76,6 +76,14 @@ def render_info(doc: dict[str, Any], console: Console) -> None:
     if not health:
         t.add_row("ok", "0", "", "no oddities found")
     console.print(t)
+    gr = doc.get("graph_replay")
+    if gr:
+        pct = 100.0 * gr["mapped"] / gr["activities"] if gr["activities"] else 100.0
+        caps = ", ".join(f"{cell(c.get('label'), '?')} ({c['nodes']:,} nodes)" for c in gr["captures"][:5])
+        console.print(f"graph replays: {gr['replays']:,} launches, {gr['activities']:,} activities; "
+                      f"{gr['mapped']:,} ({pct:.1f} %) mapped to the ops that captured them"
+                      + (f" from {len(gr['captures'])} captured graph(s): {caps}" if gr["captures"] else
+                         " (no capture in the trace: pass it with opgraph build --capture)"))
     inferred = doc.get("inferred_dependencies") or []
     if inferred:
         ti = Table(title="Inferred dependencies (edges with inferred=True; docs/model.md)", title_justify="left")

@@ -84,6 +84,9 @@ def build_payload(table: EventTable, step: Step = _noop) -> dict[str, Any]:
     """The graph of ``table`` in column form (what ``.gpickle`` files hold); turn it into a
     ``DiGraph`` with :func:`opgraph.graph.io.graph_from_payload`. ``opgraph build`` saves it
     directly, without making millions of Python dicts it would only take apart again."""
+    if "graph_replay" not in table.meta:  # graph replays -> the ops that captured them (graph/replay.py)
+        from opgraph.graph.replay import attach_captures
+        attach_captures(table, [])
     ev = table.events
     health: list[HealthItem] = list(table.health)
 
@@ -245,6 +248,7 @@ def build_payload(table: EventTable, step: Step = _noop) -> dict[str, Any]:
         "device_properties": meta.get("device_properties", []),
         "distributed_info": meta.get("distributed_info", {}),
         "trace_metadata": meta.get("trace_metadata", {}),
+        **({"graph_replay": meta["graph_replay"]} if meta.get("graph_replay") is not None else {}),
         "schema_version": opgraph.GRAPH_SCHEMA_VERSION,
         "opgraph_version": opgraph.__version__,
         "span_ns": span,

@@ -61,6 +61,12 @@ SCENARIOS: tuple[str, ...] = (
     "old_format_2021",
     "ns_float",
 )
+#: Scenarios :func:`synthesize` also knows that have no fixture in ``fixtures/synth`` (the
+#: suites that run every scenario of :data:`SCENARIOS` leave them out).
+OPTIONAL_SCENARIOS: tuple[str, ...] = (
+    "gemm_shapes",
+    "memory",
+)
 
 NODE_KINDS: tuple[str, ...] = (
     "annotation", "cpu_op", "python", "runtime", "kernel", "memcpy", "memset", "gpu_annotation",
@@ -194,6 +200,9 @@ class _Builder:
         self._ext = 0
         self._flow = 0
         self._event_id = 0
+        self.memory: list[_Ev] = []            # [memory] instant events, in time order
+        self.mem_state: dict[tuple[int, int], list[int]] = {}  # (type, id) -> [allocated, reserved]
+        self.mem_free_of: dict[int, _Ev] = {}  # id(allocation) -> its free
 
     # ----------------------------------------------------------------- host side
     def _cat(self, kind: str) -> str:
@@ -260,6 +269,31 @@ class _Builder:
         if ev.dur is None or ev.dur <= 0:
             raise ValueError(f"{name}: non-positive duration")
         self.runtimes.append(ev)
+        return ev
+
+    # ---------------------------------------------------------------- memory
+    def mem_start(self, device_type: int, device: int, allocated: int, reserved: int) -> None:
+        """The allocator's totals of a device before the trace's first ``[memory]`` event."""
+        self.mem_state[(device_type, device)] = [allocated, reserved]
+
+    def mem_event(self, ts: int, nbytes: int, addr: int, *, op: _Ev | None, device_type: int = 1,
+                  device: int = 0, reserved: int | None = None, frees: _Ev | None = None,
+                  tid: int = MAIN_TID) -> _Ev:
+        """A ``[memory]`` instant (Kineto ``profile_memory=True``): ``nbytes`` > 0 allocates,
+        < 0 frees (``frees``: the allocation it ends, None for one made before the trace).
+        ``op`` is the innermost host range around it (None: none). The event carries the
+        device's running ``Total Allocated`` / ``Total Reserved`` after it."""
+        st = self.mem_state.setdefault((device_type, device), [0, 0])
+        st[0] += nbytes
+        if reserved is not None:
+            st[1] = reserved
+        a = {"Total Reserved": st[1], "Total Allocated": st[0], "Bytes": nbytes, "Addr": addr,
+             "Device Id": device, "Device Type": device_type}
+        ev = _Ev("instant", "i", "cpu_instant_event", "[memory]", ts, None, PID, self._host_tid(tid), a, op,
+                 extra={"s": "t"})
+        if frees is not None:
+            self.mem_free_of[id(frees)] = ev
+        self.memory.append(ev)
         return ev
 
     # --------------------------------------------------------------- device side
@@ -389,6 +423,9 @@ class _Builder:
         fcat, fname = ("async", "launch") if self.old else ("ac2g", "ac2g")
         for ev in sorted(self.host, key=lambda e: (e.ts, -(e.dur or 0))):
             out.append((ev, self._x(ev)))
+        for ev in self.memory:
+            out.append((ev, {"ph": "i", "cat": ev.cat, "s": "t", "name": ev.name, "pid": ev.pid, "tid": ev.tid,
+                             "ts": self._us(ev.ts), "args": ev.args}))
         for rt in self.runtimes:
             out.append((rt, self._x(rt)))
             corr = rt.args["correlation"]
@@ -830,6 +867,193 @@ def _ns_float(b: _Builder, steps: int, rng: random.Random) -> str:
             "decimal text (float64 cannot hold them).")
 
 
+def _shaped(dims: list, types: list, concrete: list | None = None) -> dict[str, Any]:
+    a: dict[str, Any] = {"Input Dims": dims, "Input type": types}
+    if concrete is not None:
+        a["Concrete Inputs"] = concrete
+    return a
+
+
+#: The ops of one ``gemm_shapes`` step: (name, args, kernels [(name, µs)], inner op or None).
+_SHAPED_OPS: tuple[tuple[str, dict[str, Any], tuple[tuple[str, int], ...], tuple[str, dict[str, Any]] | None], ...] = (
+    ("aten::mm", _shaped([[1024, 4096], [4096, 4096]], ["c10::BFloat16", "c10::BFloat16"]),
+     (("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_nn", 200),), None),
+    ("aten::mm", _shaped([[100, 1000], [1000, 30]], ["c10::Half", "c10::Half"]),
+     (("ampere_fp16_s16816gemm_fp16_64x64_sliced1x2_ldg8_f2f_nn", 10),), None),
+    ("aten::linear", _shaped([[64, 512], [1024, 512], [1024]], ["float", "float", "float"]),
+     (("ampere_sgemm_64x32_sliced1x4_tn", 30),
+      ("void splitKreduce_kernel<32, 16, int, float, float, float, float, true, false, false>(cublasSplitKParams<float>, "
+       "float const*, float const*, float*, float const*, float const*, float const*, float const*, float*, void*, long, "
+       "float*, int*)", 5)),
+     ("aten::addmm", _shaped([[1024], [64, 512], [512, 1024], [], []], ["float", "float", "float", "Scalar", "Scalar"],
+                             ["", "", "", "1", "1"]))),
+    ("aten::mm", _shaped([[100, 1000], [1000, 30]], ["c10::Half", "c10::Half"]),
+     (("ampere_fp16_s16816gemm_fp16_64x64_sliced1x2_ldg8_f2f_nn", 10),), None),
+    ("aten::_scaled_dot_product_flash_attention",
+     _shaped([[2, 16, 1024, 64]] * 3 + [[], [], [], []],
+             ["c10::BFloat16"] * 3 + ["Double", "Bool", "Bool", ""], ["", "", "", "0.", "True", "False", ""]),
+     (("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4, false, false, "
+       "cutlass::bfloat16_t>, false, true, false, false, true, true, false, false>(pytorch_flash::Flash_fwd_params)",
+       50),), None),
+    ("aten::cudnn_convolution",
+     _shaped([[32, 64, 56, 56], [64, 64, 3, 3], [], [], [], [], [], [], []],
+             ["float", "float", "IntList", "IntList", "IntList", "Int", "Bool", "Bool", "Bool"],
+             ["", "", "[1, 1]", "[1, 1]", "[1, 1]", "1", "False", "False", "True"]),
+     (("void implicit_convolve_sgemm<float, float, 128, 5, 5, 3, 3, 3, 1, false, false, true>(int, int, int, "
+       "float const*, int, float*, float const*, kernel_conv_params, unsigned long long, int, float, float, int, "
+       "float const*, float const*, bool, int, int)", 500),), None),
+    ("aten::relu", _shaped([[64, 1024]], ["float"]),
+     (("void at::native::vectorized_elementwise_kernel<4, at::native::clamp_min_scalar_kernel_cuda>(int, "
+       "at::native::clamp_min_scalar_kernel_cuda, at::detail::Array<char*, 2>)", 4),), None),
+)
+
+
+def _gemm_shapes(b: _Builder, steps: int, rng: random.Random) -> str:
+    """Per step, in a python_function, ops with recorded shapes 25 µs apart, each launching
+    kernels that queue back to back (:data:`_SHAPED_OPS`): ``aten::mm`` bf16 [1024, 4096] x
+    [4096, 4096] (200 µs), twice ``aten::mm`` fp16 [100, 1000] x [1000, 30] (10 µs),
+    ``aten::linear`` > ``aten::addmm`` fp32 64x512 @ 512x1024 (sgemm 30 µs + split-K
+    reduce 5 µs), flash attention bf16 B=2 H=16 S=1024 D=64 causal (50 µs),
+    ``aten::cudnn_convolution`` fp32 N=32 C=64 56x56, 64 3x3 filters, stride 1, pad 1
+    (500 µs) and ``aten::relu`` (4 µs); then cudaDeviceSynchronize."""
+    s = BASE_NS
+    for k in range(1, steps + 1):
+        step = b.open("annotation", f"ProfilerStep#{k}", s)
+        py = b.span("python", "nn/modules/module.py(1527): _call_impl", s + 5 * US,
+                    s + 10 * US + len(_SHAPED_OPS) * 25 * US, parent=step)
+        for i, (name, args, kernels, inner) in enumerate(_SHAPED_OPS):
+            t = s + 10 * US + i * 25 * US
+            op = b.span("cpu_op", name, t, t + 20 * US, parent=py, args=dict(args))
+            host = b.span("cpu_op", inner[0], t + 2 * US, t + 18 * US, parent=op, args=dict(inner[1])) if inner else op
+            for j, (kname, us) in enumerate(kernels):
+                rt = b.runtime("cudaLaunchKernel", t + 4 * US + j * 6 * US, t + 8 * US + j * 6 * US, parent=host)
+                b.launch("kernel", kname, rt, us * US)
+        sync = b.synchronize("cudaDeviceSynchronize", s + 15 * US + len(_SHAPED_OPS) * 25 * US, parent=step,
+                             stream=None)
+        b.close(step, sync.end + 8 * US)
+        s = step.end + 20 * US
+    return ("GEMM, attention and convolution ops with recorded shapes (known FLOPs) whose kernels queue back to "
+            "back; for opgraph shapes.")
+
+
+MIB = 1 << 20
+
+
+def _memory(b: _Builder, steps: int, rng: random.Random) -> str:
+    """``profile_memory=True``: ``[memory]`` instants on the main thread (GPU 0, Device Type 1,
+    and CPU, Device Type 0 / Device Id -1). GPU 0 holds 64 MiB before the trace (8 MiB of
+    it a block freed in step 1), 128 MiB reserved, 160 MiB from step 1's ``aten::relu`` on.
+    Per step: ``aten::linear`` > ``aten::empty`` allocates W (4 MiB) and ``aten::linear`` >
+    ``aten::addmm`` O (16 MiB, and launches a 400 µs kernel); ``aten::relu`` allocates R
+    (16 MiB) then frees O; W is freed outside any op; ``aten::to`` allocates and frees 1 MiB
+    of CPU memory; R of the previous step is freed at the step's start, the last R stays
+    live. Step 1 also allocates 2 MiB outside any op (freed before the step ends). GPU
+    allocated peaks at 102 MiB on step 1's R, with W, O, R and the 2 MiB live (38 MiB) on
+    top of the 64 MiB from before the trace; cudaDeviceSynchronize ends each step."""
+    gpu, cpu = (1, 0), (0, -1)
+    b.mem_start(*gpu, 64 * MIB, 128 * MIB)
+    b.mem_start(*cpu, 0, 0)
+    addr_w, addr_o, addr_r, addr_x, addr_pre = 0x7F0000000000, 0x7F0000400000, 0x7F0001400000, 0x7F0003000000, 0x7F0004000000
+    addr_r2 = 0x7F0002400000
+    s = BASE_NS
+    prev_r = None
+    for k in range(1, steps + 1):
+        step = b.open("annotation", f"ProfilerStep#{k}", s)
+        r_addr = addr_r if k % 2 else addr_r2
+        if prev_r is not None:
+            b.mem_event(s + 5 * US, -16 * MIB, prev_r.args["Addr"], op=step, frees=prev_r)
+        x = b.mem_event(s + 5 * US, 2 * MIB, addr_x, op=step) if k == 1 else None
+        t = s + 10 * US
+        lin = b.open("cpu_op", "aten::linear", t, parent=step)
+        emp = b.span("cpu_op", "aten::empty", t + 5 * US, t + 15 * US, parent=lin)
+        w = b.mem_event(t + 10 * US, 4 * MIB, addr_w, op=emp)
+        mm = b.open("cpu_op", "aten::addmm", t + 20 * US, parent=lin)
+        o = b.mem_event(t + 25 * US, 16 * MIB, addr_o, op=mm)
+        rt = b.runtime("cudaLaunchKernel", t + 30 * US, t + 40 * US, parent=mm)
+        b.launch("kernel", "ampere_sgemm_128x64_nn", rt, 400 * US)
+        b.close(mm, t + 90 * US)
+        b.close(lin, t + 100 * US)
+        relu = b.open("cpu_op", "aten::relu", t + 110 * US, parent=step)
+        prev_r = b.mem_event(t + 115 * US, 16 * MIB, r_addr, op=relu, reserved=160 * MIB if k == 1 else None)
+        b.mem_event(t + 140 * US, -16 * MIB, addr_o, op=relu, frees=o)
+        b.close(relu, t + 145 * US)
+        b.mem_event(t + 150 * US, -4 * MIB, addr_w, op=step, frees=w)
+        if k == 1:
+            b.mem_event(t + 155 * US, -8 * MIB, addr_pre, op=step)
+            b.mem_event(t + 158 * US, -2 * MIB, addr_x, op=step, frees=x)
+        to = b.open("cpu_op", "aten::to", t + 160 * US, parent=step)
+        c = b.mem_event(t + 165 * US, MIB, 0x5600000000 + k * 0x1000, op=to, device_type=cpu[0], device=cpu[1])
+        b.mem_event(t + 175 * US, -MIB, 0x5600000000 + k * 0x1000, op=to, device_type=cpu[0], device=cpu[1], frees=c)
+        b.close(to, t + 180 * US)
+        sync = b.synchronize("cudaDeviceSynchronize", t + 190 * US, parent=step, stream=None)
+        b.close(step, sync.end + 8 * US)
+        s = step.end + 20 * US
+    return ("Memory profile: [memory] instants (allocations > 0, frees < 0 bytes, Total Allocated / Total "
+            "Reserved) on GPU 0 and the CPU; known peak, per-op bytes and live-at-peak allocations.")
+
+
+def _ops_of(ev: _Ev) -> tuple[str, str]:
+    """(outermost, innermost) CPU op around a memory event; ``(outside any op)`` for none."""
+    ops = []
+    p = ev.parent
+    while p is not None:
+        if p.kind == "cpu_op":
+            ops.append(p.name)
+        p = p.parent
+    return (ops[-1], ops[0]) if ops else ("(outside any op)", "(outside any op)")
+
+
+def _memory_answers(b: _Builder) -> dict[str, Any]:
+    """Ground truth of the ``[memory]`` events (bytes; times in ns), per device
+    (``device_type``, ``device``): the allocated level starts at the trace's pre-trace total
+    and moves by ``Bytes`` at each event (time order); ``peak`` = its first maximum,
+    ``live_at_peak`` = allocations made up to the peak event and not freed by then,
+    grouped by (outermost op, innermost op); ``steps`` = per ProfilerStep the highest
+    level in ``[start, end)`` counting the level carried into it."""
+    out: list[dict[str, Any]] = []
+    for key in sorted({(e.args["Device Type"], e.args["Device Id"]) for e in b.memory}):
+        evs = [e for e in b.memory if (e.args["Device Type"], e.args["Device Id"]) == key]
+        level = evs[0].args["Total Allocated"] - evs[0].args["Bytes"]
+        start = level
+        levels = []
+        for e in evs:
+            level += e.args["Bytes"]
+            levels.append(level)
+        peak = max(levels)
+        ip = levels.index(peak)
+        allocs = [e for e in evs if e.args["Bytes"] > 0]
+        by_op: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+        live: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+        for e in allocs:
+            by_op[_ops_of(e)][0] += 1
+            by_op[_ops_of(e)][1] += e.args["Bytes"]
+            f = b.mem_free_of.get(id(e))
+            if evs.index(e) <= ip and (f is None or evs.index(f) > ip):
+                live[_ops_of(e)][0] += 1
+                live[_ops_of(e)][1] += e.args["Bytes"]
+        step_peaks = []
+        for st in b.steps:
+            before = [lv for e, lv in zip(evs, levels) if e.ts < st.ts]
+            inside = [lv for e, lv in zip(evs, levels) if st.ts <= e.ts < st.end]
+            carried = before[-1] if before else start
+            step_peaks.append({"name": st.name, "peak_allocated_bytes": max([carried] + inside),
+                               "start_allocated_bytes": carried,
+                               "end_allocated_bytes": (before + inside)[-1] if before + inside else start})
+        out.append({
+            "device_type": key[0], "device": key[1], "events": len(evs), "allocations": len(allocs),
+            "alloc_bytes": sum(e.args["Bytes"] for e in allocs), "start_allocated_bytes": start,
+            "end_allocated_bytes": levels[-1], "peak_allocated_bytes": peak, "peak_ts_ns": evs[ip].ts,
+            "peak_reserved_bytes": max(e.args["Total Reserved"] for e in evs),
+            "live_at_peak_bytes": sum(v[1] for v in live.values()),
+            "allocators": [{"op": o, "inner_op": i, "allocations": v[0], "alloc_bytes": v[1]}
+                           for (o, i), v in sorted(by_op.items())],
+            "live_at_peak": [{"op": o, "inner_op": i, "allocations": v[0], "live_bytes": v[1]}
+                             for (o, i), v in sorted(live.items())],
+            "steps": step_peaks,
+        })
+    return {"devices": out}
+
+
 _BUILDERS: dict[str, tuple[Callable[[_Builder, int, random.Random], str], dict[str, bool]]] = {
     "cpu_bound": (_cpu_bound, {}),
     "gpu_bound": (_gpu_bound, {}),
@@ -838,6 +1062,8 @@ _BUILDERS: dict[str, tuple[Callable[[_Builder, int, random.Random], str], dict[s
     "cuda_graph": (_cuda_graph, {}),
     "old_format_2021": (_old_format_2021, {"old_format": True}),
     "ns_float": (_ns_float, {"fractional": True}),
+    "gemm_shapes": (_gemm_shapes, {}),
+    "memory": (_memory, {}),
 }
 
 
@@ -857,13 +1083,14 @@ def _exact_ns(events: list[_Ev], dicts: list[dict[str, Any]]) -> list[dict[str, 
 
 
 def synthesize(name: str, steps: int = 3, seed: int = 0) -> Scenario:
-    """Build scenario ``name`` (one of :data:`SCENARIOS`) with ``steps`` ProfilerSteps.
+    """Build scenario ``name`` (one of :data:`SCENARIOS` or :data:`OPTIONAL_SCENARIOS`) with
+    ``steps`` ProfilerSteps.
 
     Deterministic: the same arguments give the same trace. ``seed`` only draws the sub-µs
     parts of ``ns_float``; the other scenarios are fixed integer-µs timelines.
     """
     if name not in _BUILDERS:
-        raise ValueError(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}")
+        raise ValueError(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS + OPTIONAL_SCENARIOS)}")
     if steps < 1:
         raise ValueError("steps must be >= 1")
     fn, opts = _BUILDERS[name]
@@ -881,6 +1108,8 @@ def synthesize(name: str, steps: int = 3, seed: int = 0) -> Scenario:
         ]
     if b.fractional:
         answers["exact_ns"] = _exact_ns(events, dicts)
+    if b.memory:
+        answers["memory"] = _memory_answers(b)
     return Scenario(name=name, trace=b.document(dicts), answers=answers)
 
 

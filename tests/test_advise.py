@@ -1,0 +1,135 @@
+"""``opgraph advise`` / ``opgraph.advise``: each rule fires exactly where the synthesized
+traces' known answers say it must, with the numbers of those answers; never on a clean
+GPU-bound trace; on real traces every finding's time fits inside what it is measured
+against, and the output validates against its schema."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import opgraph
+from opgraph.analysis.recommendations import IDLE_PCT, RULES, recommendations
+from opgraph.schemas_util import validation_error
+
+from conftest import TRACES
+
+
+def _answers(trace: Path) -> dict:
+    return json.loads(Path(str(trace).replace(".json", ".answers.json")).read_text())
+
+
+def _by_rule(res) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for f in res.findings:
+        out.setdefault(f.rule, []).append(f)
+    return out
+
+
+def test_cpu_bound_exact() -> None:
+    p = opgraph.example_trace("cpu_bound")
+    a = _answers(p)
+    r = _by_rule(opgraph.advise(p))
+    # the whole critical path is host time; its length is the sum of the step spans
+    lb = r["launch_bound"][0]
+    steps = sum(s["cpu_end_ns"] - s["cpu_start_ns"] for s in a["steps"]) / 1e3
+    assert lb.impact_pct == pytest.approx(100.0)
+    assert lb.impact_us == pytest.approx(steps)
+    assert "36 of 36 kernels ran shorter than their own launch call" in lb.finding
+    ci = r["cpu_induced_idle"][0]
+    assert ci.impact_us == pytest.approx(a["idle_causes_ns"]["cpu_induced"] / 1e3)
+    assert ci.impact_pct == pytest.approx(100.0 * a["idle_causes_ns"]["cpu_induced"] / a["gpu"]["span_ns"])
+    assert ci.impact_pct >= IDLE_PCT and "2,970.0 µs" in ci.finding
+    # largest time at stake first
+    assert [f.rule for f in opgraph.advise(p).findings][:2] == ["launch_bound", "cpu_induced_idle"]
+
+
+def test_gpu_bound_is_quiet() -> None:
+    res = opgraph.advise(opgraph.example_trace("gpu_bound"))
+    assert res.findings == [] and res.skipped == {}
+    assert len(res.to_frame()) == 0
+
+
+def test_pageable_copies_exact() -> None:
+    """old_format_2021: one pageable HtoD copy of 30 µs per step, 3 steps."""
+    r = _by_rule(opgraph.advise(opgraph.example_trace("old_format_2021")))
+    f = r["pageable_copies"][0]
+    assert f.impact_us == pytest.approx(90.0) and f.finding.startswith("3 copies (90.0 µs)")
+
+
+def test_graph_replay_unmapped() -> None:
+    """cuda_graph: 6 replayed kernels per step, 3 steps, no capture."""
+    f = _by_rule(opgraph.advise(opgraph.example_trace("cuda_graph")))["graph_replay_unmapped"][0]
+    assert f.impact_us is None and f.impact_pct == 100.0 and f.finding.startswith("18 of 18")
+    assert "--capture" in f.try_
+
+
+def test_cli_outputs(cli, tmp_path: Path) -> None:
+    p = opgraph.example_trace("cpu_bound", tmp_path)
+    r = cli(["advise", str(p), "--json"])
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert validation_error(doc, "advise.schema.json") is None
+    assert [f["rule"] for f in doc["findings"]] == ["launch_bound", "cpu_induced_idle"]
+    r = cli(["advise", str(p)])
+    assert r.exit_code == 0 and "launch_bound" in r.stdout and "CUDA graph" in r.stdout
+    r = cli(["advise", str(opgraph.example_trace("gpu_bound", tmp_path / "g")), "--csv", str(tmp_path / "csv")])
+    assert r.exit_code == 0 and (tmp_path / "csv" / "gpu_bound.findings.csv").exists()
+    r = cli(["advise", str(opgraph.example_trace("gpu_bound", tmp_path / "g2"))])
+    assert "no rule fired" in r.stdout
+
+
+REAL = ["param_dlrm_8gpu_rank0.pt.trace.json.gz", "tracelens_h100_bert_small.json.gz",
+        "kineto_tbplugin_resnet50_w0_2021-06.pt.trace.json.gz", "tracelens_mi300_qwen1.5_0.5b.json.gz",
+        "tracelens_vllm_decode_full_graph_execution.json.gz", "hta_amd_mi250_minitoy_rocm6.2.json.gz"]
+
+
+@pytest.mark.parametrize("name", REAL)
+def test_real_traces(name: str) -> None:
+    p = TRACES / "A_kineto" / name
+    if not p.exists():
+        pytest.skip(f"{name} not available")
+    G = opgraph.load(p)
+    res = recommendations(G)
+    doc = res.to_dict()
+    assert validation_error(doc, "advise.schema.json") is None
+    assert res.skipped == {}
+    assert set(_by_rule(res)) <= set(RULES) | {"sync_drain"}
+    cp = opgraph.critical_path(G).to_dict(with_path=False)["summary"]
+    idle = {d["device"]: d for d in opgraph.idle(G).to_dict(top=1)["devices"]}
+    for f in res.findings:
+        assert f.impact_pct is None or 0 <= f.impact_pct <= 100.0 + 1e-9, f
+        if f.rule in ("launch_bound", "untraced_time"):
+            assert f.impact_us <= cp["length_us"] + 1e-6
+        if f.rule in ("cpu_induced_idle", "sync_drain"):
+            assert any(f.impact_us <= d["idle_us"] + 1e-6 for d in idle.values())
+    impacts = [f.impact_us for f in res.findings if f.impact_us is not None]
+    assert impacts == sorted(impacts, reverse=True)
+
+
+def test_dataloader_advice_on_resnet() -> None:
+    """The 2021 ResNet trace: the op blamed most for idle is the DataLoader, so the advice
+    is about loading data ahead."""
+    p = TRACES / "A_kineto" / "kineto_tbplugin_resnet50_w0_2021-06.pt.trace.json.gz"
+    if not p.exists():
+        pytest.skip("trace not available")
+    f = _by_rule(opgraph.advise(p))["cpu_induced_idle"][0]
+    assert "DataLoader" in f.finding and "num_workers" in f.try_
+
+
+def test_gemm_alignment_exact(monkeypatch) -> None:
+    """gemm_shapes: per step, bf16 1024x4096x4096 (200 µs, aligned), twice fp16 100x1000x30
+    (10 µs each: unaligned) and fp32 64x512x1024 (35 µs: alignment does not apply), 3 steps:
+    unaligned = 60 µs = 20/255 of GEMM time (7.8 %), under the default 10 % threshold."""
+    import opgraph.analysis.recommendations as rec
+
+    p = opgraph.example_trace("gemm_shapes")
+    assert "gemm_alignment" not in _by_rule(opgraph.advise(p))
+    monkeypatch.setattr(rec, "UNALIGNED_PCT", 5.0)
+    f = _by_rule(opgraph.advise(p))["gemm_alignment"][0]
+    assert f.impact_us == pytest.approx(60.0)
+    assert f.impact_pct == pytest.approx(100.0 * 20 / 255)
+    assert f.finding.startswith("6 GEMM calls in 1 shape(s) (60.0 µs, 7.8 % of GEMM time)")
+    assert "aten::mm fp16 M×N×K = 100×30×1000" in f.finding
