@@ -371,6 +371,23 @@ def shapes(G: nx.DiGraph | PathLike, *, device: str | None = None, dtype: str | 
     return _shapes(_graph(G), device=device, dtype=dtype)
 
 
+def kernel_stats(G: nx.DiGraph | PathLike) -> Any:
+    """Per kernel name: count, time, launch shape, registers, shared memory, duration-weighted
+    blocks per SM and occupancy, tensor-core use by name (``opgraph kernels``; a
+    :class:`~opgraph.analysis.kernel_stats.KernelStats`; µs, bytes, %).
+
+    Examples
+    --------
+    >>> import opgraph
+    >>> k = opgraph.kernel_stats(opgraph.example_trace("gpu_bound"))
+    >>> int(k.to_frame()["count"].sum()) == k.summary_["kernels"]
+    True
+    """
+    from opgraph.analysis.kernel_stats import kernel_stats as _ks
+
+    return _ks(_graph(G))
+
+
 def gpu_categories(G: nx.DiGraph | PathLike) -> Any:
     """GPU time by operation category and kernel type (``opgraph categories``; a
     :class:`~opgraph.analysis.categories.CategoryBreakdown`).

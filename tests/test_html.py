@@ -48,6 +48,7 @@ CLI = {
     "counters": ["counters", "--json"],
     "advise": ["advise", "--json"],
     "shapes": ["shapes", "--json"],
+    "kernels": ["kernels", "--json"],
 }
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--no-first-run"]

@@ -104,6 +104,11 @@ _PERF: tuple[Column, ...] = (("count", "calls", "i"), ("total_us", "total µs", 
                              ("family_time_pct", "% of family", "p"))
 
 
+def _kernels(G: nx.DiGraph) -> Any:
+    from opgraph.analysis.kernel_stats import kernel_stats
+    return kernel_stats(G).to_dict()
+
+
 def _advise(G: nx.DiGraph) -> Any:
     from opgraph.analysis.recommendations import recommendations
     return recommendations(G).to_dict()
@@ -184,6 +189,15 @@ TABLE_SECTIONS: tuple[SectionSpec, ...] = (
             ("W", "W", "i"), ("K", "K", "i"), ("R", "R", "i"), ("S", "S", "i"), ("stride", "stride", "s"),
             ("groups", "groups", "i")) + _PERF)),
         "no GEMM, attention or convolution op with recorded shapes"),
+    SectionSpec("kernels", "Kernels: launch shape, occupancy, tensor cores", ("kernels", "--json"), _kernels, (
+        TableSpec("summary", "Summary (tensor cores judged by kernel name; occupancy weighted by duration; "
+                             "docs/kernel-stats.md)"),
+        TableSpec("kernels", "Per kernel name", (
+            ("name", "kernel", "k"), ("count", "count", "i"), ("total_us", "total µs", "n"), ("pct", "%", "p"),
+            ("grid", "grid", "s"), ("block", "block", "s"), ("registers_per_thread", "regs", "n"),
+            ("shared_memory_bytes", "smem B", "n"), ("blocks_per_sm", "blocks/SM", "n"),
+            ("occupancy_pct", "occupancy %", "p"), ("tensor_cores", "tensor cores", "s")))),
+        "no kernels"),
     SectionSpec("counters", "CUPTI counters", ("counters", "--json"), _counters, (
         TableSpec("by_op", "Mean of each counter per launching op (docs/counters.md)"),),
         "no CUPTI range-profiler events"),
