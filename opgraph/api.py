@@ -388,6 +388,24 @@ def kernel_stats(G: nx.DiGraph | PathLike) -> Any:
     return _ks(_graph(G))
 
 
+def kernel_sequences(G: nx.DiGraph | PathLike, op: str | None = None, min_length: int = 3, max_length: int = 8,
+                     top: int = 10) -> Any:
+    """Repeated runs of consecutive kernels per stream, most GPU time first: candidates for
+    fusion or a CUDA graph (``opgraph sequences``; a
+    :class:`~opgraph.analysis.sequences.KernelSequences`; µs).
+
+    Examples
+    --------
+    >>> import opgraph
+    >>> s = opgraph.kernel_sequences(opgraph.example_trace("gpu_bound"), min_length=2)
+    >>> int(s.to_frame()["occurrences"].iloc[0]) >= 2
+    True
+    """
+    from opgraph.analysis.sequences import kernel_sequences as _ks
+
+    return _ks(_graph(G), op, min_length, max_length, top)
+
+
 def gpu_categories(G: nx.DiGraph | PathLike) -> Any:
     """GPU time by operation category and kernel type (``opgraph categories``; a
     :class:`~opgraph.analysis.categories.CategoryBreakdown`).

@@ -49,6 +49,7 @@ CLI = {
     "advise": ["advise", "--json"],
     "shapes": ["shapes", "--json"],
     "kernels": ["kernels", "--json"],
+    "sequences": ["sequences", "--json"],
 }
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--no-first-run"]

@@ -109,6 +109,11 @@ def _kernels(G: nx.DiGraph) -> Any:
     return kernel_stats(G).to_dict()
 
 
+def _sequences(G: nx.DiGraph) -> Any:
+    from opgraph.analysis.sequences import kernel_sequences
+    return kernel_sequences(G, None, 3, 8, 10).to_dict()
+
+
 def _advise(G: nx.DiGraph) -> Any:
     from opgraph.analysis.recommendations import recommendations
     return recommendations(G).to_dict()
@@ -198,6 +203,13 @@ TABLE_SECTIONS: tuple[SectionSpec, ...] = (
             ("shared_memory_bytes", "smem B", "n"), ("blocks_per_sm", "blocks/SM", "n"),
             ("occupancy_pct", "occupancy %", "p"), ("tensor_cores", "tensor cores", "s")))),
         "no kernels"),
+    SectionSpec("sequences", "Repeated kernel sequences", ("sequences", "--json"), _sequences, (
+        TableSpec("patterns", "Runs of 3–8 consecutive kernels that repeat, most time first: fusion or CUDA-graph "
+                              "candidates (docs/sequences.md)", (
+            ("rank", "#", "i"), ("length", "kernels", "i"), ("occurrences", "times", "i"),
+            ("total_us", "total µs", "n"), ("mean_us", "mean µs", "n"), ("pct_kernel_time", "% kernel time", "p"),
+            ("op", "op", "k"), ("kernels", "sequence", "s"))),),
+        "no kernel sequence repeats"),
     SectionSpec("counters", "CUPTI counters", ("counters", "--json"), _counters, (
         TableSpec("by_op", "Mean of each counter per launching op (docs/counters.md)"),),
         "no CUPTI range-profiler events"),
@@ -208,6 +220,10 @@ def _fmt_cell(data: dict[str, Any], src: str, path: str, value: Any, fmt: str) -
     if fmt in ("s", "k") or isinstance(value, (str, bool)) or (value is not None and not isinstance(value, (int, float))):
         if isinstance(value, bool):
             return "yes" if value else "no"
+        if isinstance(value, list):  # a sequence of names
+            full = " → ".join(map(str, value))
+            return (f'<span class="name" title="{_esc(full)}">'
+                    f'{_esc(" → ".join(_short(str(x), 40, kernel=True) for x in value))}</span>')
         s = "" if value is None else str(value)
         return (f'<span class="name" title="{_esc(s)}">{_esc(_short(s, 60, kernel=True))}</span>' if fmt == "k"
                 else _esc(s))
