@@ -70,13 +70,16 @@ _RANK: ContextVar[int | None] = ContextVar("opgraph_rank", default=None)
 JOB_COMMANDS = frozenset({"build", "info", "critical-path", "stragglers"})
 
 
-def load_input(path: str, fmt: str | None = None, label: str = "loading", job_ok: bool = False):
+def load_input(path: str, fmt: str | None = None, label: str = "loading", job_ok: bool = False,
+               whole_job: bool = False):
     """Load a saved graph or build one from a raw trace, with a progress bar on a TTY.
 
     A multi-rank job graph is returned whole only when ``job_ok``; otherwise the command's
     ``--rank N`` selects that rank (:func:`opgraph.multirank.rank_subgraph`, the rank's own
     clock), and without it the command stops with one line: a single-rank analysis over
-    several ranks' events at once would mix their steps, devices and threads."""
+    several ranks' events at once would mix their steps, devices and threads. With
+    ``whole_job`` a job graph without ``--rank`` is returned whole (commands that then run
+    per rank or across ranks: ``overlap``, ``collectives``)."""
     from opgraph.graph.io import load_any
     from opgraph.progress import phase_progress
 
@@ -93,14 +96,14 @@ def load_input(path: str, fmt: str | None = None, label: str = "loading", job_ok
             raise OpgraphInputError(path, f"--rank {rank}: this graph has one rank (--rank selects a rank of a "
                                           "multi-rank job graph built by opgraph build DIR)")
         return G
-    if job_ok:
+    if job_ok or (whole_job and rank is None):
         return G
     ranks = [int(r["rank"]) for r in job.get("ranks", [])]
     full = [int(r["rank"]) for r in job.get("ranks", []) if r.get("full")]
     if rank is None:
         raise OpgraphInputError(path, f"is a multi-rank job graph (ranks {_fmt_ranks(ranks)}): pass --rank N "
                                       f"(kept in full: {_fmt_ranks(full)}), or use critical-path / stragglers / "
-                                      "info / export --perfetto for the whole job")
+                                      "info / overlap / collectives / export --perfetto for the whole job")
     from opgraph.multirank import rank_subgraph
 
     try:

@@ -15,11 +15,21 @@ from opgraph.table_options import TableFiles, table_file_options
 @table_file_options
 def collectives_cmd(input: str, as_json: bool, csv_dir: TableFiles | None) -> None:
     """Communication kernels by collective, group size, dtype and message size: count,
-    time, algorithm bandwidth and bus bandwidth (from the trace's own collective records)."""
+    time, algorithm bandwidth and bus bandwidth (from the trace's own collective records).
+    On a multi-rank job graph without --rank: one row per collective matched across ranks,
+    its time split into skew (waiting for the last rank) and communication, and the
+    bandwidth over the communication time (--json: schemas/job-collectives.schema.json)."""
     from opgraph.analysis.collectives import collectives
+    from opgraph.export.text_collectives import render_collectives, render_job_collectives
 
-    from opgraph.export.text_collectives import render_collectives
+    G = load_input(input, whole_job=True)
+    if isinstance(G.graph.get("job"), dict):  # a job graph without --rank: matched across ranks
+        from opgraph.analysis.job_tables import job_collectives
 
-    res = collectives(load_input(input))
+        jres = job_collectives(G)
+        emit_result(input, jres.tables(), csv_dir, as_json, jres.to_dict, "job-collectives.schema.json",
+                    lambda: render_job_collectives(jres.collectives, _console()))
+        return
+    res = collectives(G)
     emit_result(input, res.tables(), csv_dir, as_json, res.to_dict, "collectives.schema.json",
                 lambda: render_collectives(res.to_frame(), _console()))

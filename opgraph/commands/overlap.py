@@ -17,16 +17,35 @@ from opgraph.table_options import TableFiles, table_file_options
 @table_file_options
 def overlap_cmd(input: str, window: str | None, as_json: bool, csv_dir: TableFiles | None) -> None:
     """GPU time per step and device: compute, communication and memory, how much of the
-    communication overlaps computation, and the exposed communication and memory time."""
+    communication overlaps computation, and the exposed communication and memory time.
+    On a multi-rank job graph without --rank: every rank kept in full, one row per rank,
+    window and device."""
     from opgraph.analysis.overlap import comm_overlap
     from opgraph.commands.window_option import check_window, window_errors
+    from opgraph.export.text import render_overlap
 
-    G = load_input(input)
+    G = load_input(input, whole_job=True)
+    if isinstance(G.graph.get("job"), dict):  # a job graph without --rank: every rank kept in full
+        from opgraph.analysis.job_tables import full_ranks, per_rank
+        from opgraph.multirank import rank_subgraph
+
+        for r in full_ranks(G):
+            check_window(rank_subgraph(G, r), input, window)
+        with window_errors(input, "--window"):
+            tables, results = per_rank(G, lambda H: comm_overlap(H, window))
+        one = next(iter(results.values()), None)
+
+        def doc() -> dict:
+            from opgraph.analysis.display import json_records
+            return {"window_mode": one.window_mode if one is not None else "steps",
+                    "kernel_pattern_comm": one.to_dict()["kernel_pattern_comm"] if one is not None else "",
+                    "rows": json_records(tables["overlap"]) if "overlap" in tables else []}
+        emit_result(input, tables, csv_dir, as_json, doc, "overlap.schema.json",
+                    lambda: render_overlap(tables["overlap"], _console()))
+        return
     check_window(G, input, window)
     with window_errors(input, "--window"):
         res = comm_overlap(G, window)
-    from opgraph.export.text import render_overlap
-
     tables = res.tables()
     emit_result(input, tables, csv_dir, as_json, res.to_dict, "overlap.schema.json",
                 lambda: render_overlap(tables["overlap"], _console()))

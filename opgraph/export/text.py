@@ -257,7 +257,8 @@ def render_overlap(df: Any, console: Console) -> None:
         return
     t = Table(title="GPU time per window and device (µs): compute + exposed comm + exposed memory + idle = span",
               title_justify="left")
-    cols = [("window", "window"), ("device", "dev"), ("span_us", "span"), ("compute_us", "compute"),
+    cols = ([("rank", "rank")] if "rank" in df.columns else []) + [
+            ("window", "window"), ("device", "dev"), ("span_us", "span"), ("compute_us", "compute"),
             ("comm_us", "comm"), ("overlap_us", "comm ∩ compute"), ("comm_overlap_pct", "% comm overlapped"),
             ("exposed_comm_us", "exposed comm"), ("memory_us", "memory"), ("exposed_memory_us", "exposed memory"),
             ("idle_us", "idle")]
@@ -265,6 +266,6 @@ def render_overlap(df: Any, console: Console) -> None:
         t.add_column(label, justify="left" if label == "window" else "right")
     for r in df.to_dict("records"):
         t.add_row(*[cell(r[k]) if k == "window" else (f"{r[k]:.1f}" if k.endswith("pct") else
-                                                      (str(int(r[k])) if k == "device" else f"{r[k]:,.1f}"))
+                                                      (str(int(r[k])) if k in ("device", "rank") else f"{r[k]:,.1f}"))
                     for k, _ in cols])
     print_table(console, t, NO_GPU)

@@ -27,3 +27,20 @@ def render_collectives(df: Any, console: Console) -> None:
                   else f"{int(r['message_bytes']):,}",
                   f"{r['count']:,}", f"{r['time_us']:,.1f}", num(r["algbw_gbps"], ",.2f"), num(r["busbw_gbps"], ",.2f"))
     print_table(console, t, NO_COMM)
+
+
+def render_job_collectives(df: Any, console: Console) -> None:
+    """One row per collective matched across the ranks of a job (docs/multirank.md)."""
+    t = Table(title="Collectives across ranks (µs): skew = last arrival − first arrival, comm = last end − last "
+                    "arrival; algbw / busbw (GB/s) over comm", title_justify="left")
+    for c in ("id", "collective", "ranks", "message bytes", "skew", "comm", "last rank", "algbw", "busbw"):
+        t.add_column(c, justify="left" if c == "collective" else "right")
+
+    def num(v: Any, fmt: str) -> str:
+        return "-" if v is None or v != v else format(v, fmt)
+    for r in df.to_dict("records"):
+        t.add_row(str(r["coll_id"]), cell(r["collective"]), str(r["ranks"]),
+                  "-" if r["message_bytes"] is None else f"{int(r['message_bytes']):,}",
+                  f"{r['skew_us']:,.1f}", f"{r['comm_us']:,.1f}", str(r["last_rank"]), num(r["algbw_gbps"], ",.2f"),
+                  num(r["busbw_gbps"], ",.2f") + (" (sizes differ)" if r["size_mismatch"] else ""))
+    print_table(console, t, "no collective matched across the ranks of this job")
