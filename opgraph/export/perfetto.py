@@ -440,6 +440,65 @@ def queued_counters(arr: GraphArrays, ev: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
+def activity_counters(arr: GraphArrays, ev: pd.DataFrame) -> list[dict[str, Any]]:
+    """Counter ``GPU <d> activity`` (series ``compute``, ``comm``, ``memory``): how many
+    activities of each kind run on device ``d`` at each instant (kernels matching
+    :data:`~opgraph.analysis.arrays.COMM_KERNEL_PATTERN` are ``comm``, memcpy / memset are
+    ``memory``, other kernels ``compute``; docs/overlap.md). Exposed communication is where
+    ``comm`` > 0 while ``compute`` = 0."""
+    import re
+
+    from opgraph.analysis.arrays import COMM_KERNEL_PATTERN
+
+    acts = _activities(arr)
+    if not len(acts):
+        return []
+    pids = _device_pid(ev, acts)
+    kinds = arr.kind[acts["pos"].to_numpy()]
+    names = pd.Series(arr.name[acts["pos"].to_numpy()], dtype=object).fillna("").astype(str)
+    codes, uniq = pd.factorize(names)
+    rx = re.compile(COMM_KERNEL_PATTERN)
+    comm = np.array([bool(rx.search(u)) for u in uniq], dtype=bool)[codes]
+    mem = np.isin(kinds, ("memcpy", "memset"))
+    cls = np.where(mem, 2, np.where(comm, 1, 0))
+    dev = acts["device"].to_numpy(np.int64)
+    a, b = acts["ts"].to_numpy(np.int64), acts["end"].to_numpy(np.int64)
+    n = len(acts)
+    t = np.concatenate([a, b])
+    d = np.concatenate([dev, dev])
+    delta = np.zeros((2 * n, 3), dtype=np.int64)
+    delta[np.arange(n), cls] = 1
+    delta[n + np.arange(n), cls] = -1
+    o = np.lexsort((t, d))
+    d, t, delta = d[o], t[o], delta[o]
+    first = np.ones(len(d), dtype=bool)
+    first[1:] = d[1:] != d[:-1]
+    grp = np.cumsum(first) - 1
+    run = pd.DataFrame(delta).groupby(grp, sort=False).cumsum().to_numpy()
+    last = np.ones(len(d), dtype=bool)
+    last[:-1] = (d[1:] != d[:-1]) | (t[1:] != t[:-1])
+    d, t, run = d[last], t[last], run[last]
+    change = np.ones(len(d), dtype=bool)
+    change[1:] = (d[1:] != d[:-1]) | (run[1:] != run[:-1]).any(axis=1)
+    d, t, run = d[change], t[change], run[change]
+    return [{"ph": "C", "cat": COUNTER_CAT, "name": f"GPU {di} activity", "pid": pids[di], "ts": ti,
+             "args": {"compute": int(r[0]), "comm": int(r[1]), "memory": int(r[2])}}
+            for di, ti, r in zip(d.tolist(), t.tolist(), run.tolist())]
+
+
+def copy_args(G: nx.DiGraph) -> dict[int, dict[str, Any]]:
+    """Per memcpy / memset with a known size: ``opgraph.bytes`` and ``opgraph.gbps`` (over
+    the exact duration; docs/memory-bw.md)."""
+    from opgraph.analysis.memory_bw import memory_bandwidth
+
+    c = memory_bandwidth(G).copies
+    if not len(c):
+        return {}
+    known = c[c["bytes"].notna() & c["gbps"].notna()]
+    return {int(e): {ARG_PREFIX + "bytes": int(bts), ARG_PREFIX + "gbps": float(g)}
+            for e, bts, g in zip(known["eid"].tolist(), known["bytes"].tolist(), known["gbps"].tolist())}
+
+
 def memory_counters(ev: pd.DataFrame, device_pids: dict[int, Any] | None = None) -> list[dict[str, Any]]:
     """Counter ``<type> <d> memory`` (``CUDA 0 memory``, ``CPU -1 memory``; series
     ``allocated`` and, where the trace has ``Total Reserved``, ``reserved``; bytes) from the
@@ -564,11 +623,11 @@ def build_overlay(G: nx.DiGraph, window: str | None = None, *, arr: GraphArrays 
         idle = idle_time(G, arr=arr)
     lane = _lane_codes(ev)
     ov = Overlay(windows=len(cp.windows))
-    ov.add_args = merge_args(launch_args(arr), replay_args(G), idle_args(idle), critical_args(cp))
+    ov.add_args = merge_args(launch_args(arr), replay_args(G), copy_args(G), idle_args(idle), critical_args(cp))
     ov.flows = critical_flows(ev, cp, next_flow_id(ev), _SliceIndex(ev, lane))
     dev_pids = _device_pid(ev, _activities(arr))
     mem = memory_counters(ev, dev_pids)
-    ov.counters = gpu_busy_counters(arr, ev) + queued_counters(arr, ev) + mem
+    ov.counters = gpu_busy_counters(arr, ev) + activity_counters(arr, ev) + queued_counters(arr, ev) + mem
     counter_pids = list(dev_pids.values()) + list(dict.fromkeys(c["pid"] for c in mem)) if ov.counters else ()
     ov.metadata = metadata_events(ev, counter_pids)
     return ov
