@@ -439,3 +439,32 @@ def test_summary_json_validates_with_nvtx_iteration_steps(tmp_path: Path) -> Non
     doc = json.loads(r.stdout)
     assert doc["window"]["step_source"] == "nvtx_iteration"
     assert re.search(r"steps", json.dumps(doc))
+
+
+def test_plain_input_over_the_cap_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plain (not gzip) trace larger than the cap is refused before it is read (#16)."""
+    p = tmp_path / "big.json"
+    p.write_bytes(b'{"traceEvents":[' + b" " * (2 << 20) + b"]}")
+    monkeypatch.setenv("OPGRAPH_MAX_DECOMPRESSED_BYTES", "1MiB")
+    assert_one_line_error(_run_cli(["info", p]), p, "over the 1 MiB input cap", "OPGRAPH_MAX_DECOMPRESSED_BYTES")
+    from opgraph.export.check import check_chrome_trace
+
+    assert check_chrome_trace(p) == [f"cannot read the trace: {p}: is 2 MiB, over the 1 MiB input cap (set "
+                                     "OPGRAPH_MAX_DECOMPRESSED_BYTES to raise it)"]
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="no FIFOs on this platform")
+def test_fifo_as_input_is_refused(tmp_path: Path) -> None:
+    """A FIFO as input would block forever: one line, exit 2, nothing read (#17)."""
+    import os
+
+    f = tmp_path / "trace.json"
+    os.mkfifo(f)
+    g = tmp_path / "graph.gpickle"
+    os.mkfifo(g)
+    for cmd in (["info", f], ["build", f, "-o", tmp_path / "g.gpickle"], ["critical-path", f]):
+        assert_one_line_error(_run_cli(cmd), f, "not a regular file")
+    assert_one_line_error(_run_cli(["idle", g]), g, "not a regular file")
+    from opgraph.export.check import check_chrome_trace
+
+    assert "not a regular file" in check_chrome_trace(f)[0]

@@ -33,6 +33,8 @@ import numpy as np
 import orjson
 import pandas as pd
 
+from opgraph.errors import OpgraphInputError
+
 _NUM = (int, float)
 #: Time comparisons allow one float64 step of the µs value (converted to ns), plus 10 % for
 #: the ns conversion's own rounding.
@@ -43,14 +45,16 @@ _FLOW_END_PH = ("f", "t")
 def load_trace_doc(doc_or_path: Any) -> Any:
     """The decoded JSON of a trace given as a path (``.json`` / ``.json.gz``), bytes, or an
     already decoded document (returned as is)."""
+    from opgraph.ingest.source import decompress_gzip, read_source
+
     if isinstance(doc_or_path, (str, Path)):
-        data = Path(doc_or_path).read_bytes()
+        data = read_source(doc_or_path).data  # regular files only, size and gzip caps
     elif isinstance(doc_or_path, (bytes, bytearray)):
         data = bytes(doc_or_path)
+        if data[:2] == b"\x1f\x8b":
+            data = decompress_gzip(data, "<bytes>")
     else:
         return doc_or_path
-    if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
     was = gc.isenabled()
     gc.disable()
     try:
@@ -72,6 +76,8 @@ def check_chrome_trace(doc_or_path: Any, tolerance_ns: int = 0) -> list[str]:
     """
     try:
         doc = load_trace_doc(doc_or_path)
+    except OpgraphInputError as e:
+        return [f"cannot read the trace: {e}"]
     except (OSError, orjson.JSONDecodeError, gzip.BadGzipFile, EOFError) as e:
         return [f"cannot read the trace: {type(e).__name__}: {e}"]
     if isinstance(doc, dict):

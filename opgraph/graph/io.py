@@ -295,12 +295,10 @@ def load_gpickle(path: str | Path, require_opgraph: bool = False) -> nx.DiGraph:
     """Read a ``.gpickle`` through :class:`SafeUnpickler`; bad files raise
     :class:`OpgraphInputError`. Any ``DiGraph`` loads (its attributes bounded, see
     :func:`check_graph`); ``require_opgraph`` also requires what the analyses need."""
+    from opgraph.ingest.source import read_regular_file
+
     p = str(path)
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError as e:
-        raise OpgraphInputError(p, f"cannot read: {e.strerror or e}") from None
+    data = read_regular_file(path)  # regular files under the input cap only
     if not data:
         raise OpgraphInputError(p, "empty file")
     import gc

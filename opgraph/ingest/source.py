@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,20 +126,39 @@ class SourceBytes:
         return self.digest.result()
 
 
-def read_source(path: str | Path) -> SourceBytes:
-    """Read ``path`` (gzip or plain) into memory.
-
-    Raises :class:`OpgraphInputError` for a missing, empty or corrupt file.
-    """
+def read_regular_file(path: str | Path) -> bytes:
+    """The bytes of ``path``, which must be a regular file no larger than the input cap
+    (:func:`max_decompressed_bytes`): a FIFO, device or socket would block or never end,
+    and a file over the cap would exhaust memory. Each refusal is an
+    :class:`OpgraphInputError` naming the file."""
     p = Path(path)
     try:
-        raw = p.read_bytes()
+        st = os.stat(p)
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError
+        if not stat.S_ISREG(st.st_mode):
+            raise OpgraphInputError(str(p), "is not a regular file (a FIFO, device or socket): opgraph reads trace "
+                                            "files (save the stream to a file first)")
+        cap = max_decompressed_bytes(str(p))
+        if st.st_size > cap:
+            raise OpgraphInputError(str(p), f"is {_size(st.st_size)}, over the {_size(cap)} input cap (set "
+                                            f"{MAX_DECOMPRESSED_ENV} to raise it)")
+        return p.read_bytes()
     except FileNotFoundError:
         raise OpgraphInputError(str(p), "no such file") from None
     except IsADirectoryError:
         raise OpgraphInputError(str(p), "is a directory, expected a trace file") from None
     except OSError as e:
         raise OpgraphInputError(str(p), f"cannot read: {e.strerror or e}") from None
+
+
+def read_source(path: str | Path) -> SourceBytes:
+    """Read ``path`` (gzip or plain) into memory.
+
+    Raises :class:`OpgraphInputError` for a missing, empty or corrupt file.
+    """
+    p = Path(path)
+    raw = read_regular_file(p)
     sha = _Digest(raw)
     compressed = raw[:2] == GZIP_MAGIC
     if compressed:
