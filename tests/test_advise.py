@@ -81,23 +81,17 @@ def test_cli_outputs(cli, tmp_path: Path) -> None:
     assert "no rule fired" in r.stdout
 
 
-REAL = ["param_dlrm_8gpu_rank0.pt.trace.json.gz", "tracelens_h100_bert_small.json.gz",
-        "kineto_tbplugin_resnet50_w0_2021-06.pt.trace.json.gz", "tracelens_mi300_qwen1.5_0.5b.json.gz",
-        "tracelens_vllm_decode_full_graph_execution.json.gz", "hta_amd_mi250_minitoy_rocm6.2.json.gz"]
-
-
-@pytest.mark.parametrize("name", REAL)
-def test_real_traces(name: str) -> None:
-    p = TRACES / "A_kineto" / name
-    if not p.exists():
-        pytest.skip(f"{name} not available")
-    G = opgraph.load(p)
+def test_real_traces(kineto_graph) -> None:
+    """Every real Kineto trace: the schema holds, every finding's time fits inside what it
+    is measured against, findings are sorted, and a rule that cannot run says why."""
+    G = kineto_graph
     res = recommendations(G)
     doc = res.to_dict()
     assert validation_error(doc, "advise.schema.json") is None
-    assert res.skipped == {}
     assert set(_by_rule(res)) <= set(RULES) | {"sync_drain"}
-    cp = opgraph.critical_path(G).to_dict(with_path=False)["summary"]
+    assert all(isinstance(v, str) and v for v in res.skipped.values())
+    if any(f.rule in ("launch_bound", "untraced_time") for f in res.findings):
+        cp = opgraph.critical_path(G).to_dict(with_path=False)["summary"]
     idle = {d["device"]: d for d in opgraph.idle(G).to_dict(top=1)["devices"]}
     for f in res.findings:
         assert f.impact_pct is None or 0 <= f.impact_pct <= 100.0 + 1e-9, f

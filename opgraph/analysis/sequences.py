@@ -62,6 +62,7 @@ class KernelSequences(TableResult):
     op: str | None
     min_length: int
     max_length: int
+    whole_calls: bool = False
     main_table: ClassVar[str] = "patterns"
 
     def tables(self) -> dict[str, pd.DataFrame]:
@@ -76,7 +77,8 @@ class KernelSequences(TableResult):
         for r, k in zip(rows, self.patterns["kernels"]):
             r["kernels"] = list(k)
         return {"kernels": self.kernels, "kernel_time_us": self.kernel_time_us, "op": self.op,
-                "min_length": self.min_length, "max_length": self.max_length, "patterns": rows}
+                "min_length": self.min_length, "max_length": self.max_length, "whole_calls": self.whole_calls,
+                "patterns": rows}
 
 
 def _hashes(codes: np.ndarray, length: int) -> np.ndarray:
@@ -115,7 +117,7 @@ def _count_exact(codes: np.ndarray, seg: np.ndarray, starts: np.ndarray, pattern
 
 
 def kernel_sequences(G: nx.DiGraph, op: str | None = None, min_length: int = 3, max_length: int = 8,
-                     top: int = 20) -> KernelSequences:
+                     top: int = 20, whole_calls: bool = False) -> KernelSequences:
     """The most time-consuming repeated kernel sequences of ``G`` (module docstring).
 
     Parameters
@@ -128,6 +130,10 @@ def kernel_sequences(G: nx.DiGraph, op: str | None = None, min_length: int = 3, 
         Pattern lengths (kernels), ``2 <= min_length <= max_length``.
     top : int
         Patterns kept.
+    whole_calls : bool
+        With ``op``: each call's whole kernel sequence (all its streams, in start order) is
+        one pattern, and identical sequences are counted (HTA's definition; calls with fewer
+        than ``min_length`` kernels are left out, ``max_length`` does not apply).
 
     Returns
     -------
@@ -159,7 +165,11 @@ def kernel_sequences(G: nx.DiGraph, op: str | None = None, min_length: int = 3, 
             live = cur >= 0
         keep = inst >= 0
         k, seg_key, inst = k[keep], seg_key[keep], inst[keep]
+        if whole_calls:
+            return _whole_calls(f, k, inst, min_length, max_length, top, total_all, op)
         seg_key = seg_key * (len(f) + 1) + inst
+    elif whole_calls:
+        raise ValueError("whole_calls needs op (the op whose calls are the patterns)")
     order = np.lexsort((k, f.ts[k], seg_key))
     k, seg_key = k[order], seg_key[order]
     seg = np.cumsum(np.concatenate(([0], (seg_key[1:] != seg_key[:-1]).astype(np.int64)))) if len(k) else k
@@ -232,6 +242,37 @@ def kernel_sequences(G: nx.DiGraph, op: str | None = None, min_length: int = 3, 
     rows["op"] = rows["op"].astype(object)
     return KernelSequences(rows, int(len(np.flatnonzero(f.kind == K_KERNEL))), total_all / 1e3, op, min_length,
                            max_length)
+
+
+def _whole_calls(f: Any, k: np.ndarray, inst: np.ndarray, min_length: int, max_length: int, top: int,
+                 total_all: int, op: str | None) -> KernelSequences:
+    """Per matching op call: its kernels in start order as one pattern; identical patterns
+    (and op names) counted together."""
+    order = np.lexsort((k, f.ts[k], inst))
+    k, inst = k[order], inst[order]
+    cuts = np.flatnonzero(np.concatenate(([True], inst[1:] != inst[:-1], [True])))
+    agg: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
+        if b - a < min_length:
+            continue
+        key = (str(f.name[inst[a]]),) + tuple(str(n) for n in f.name[k[a:b]])
+        d = agg.setdefault(key, {"occurrences": 0, "total_ns": 0, "first_eid": int(f.node[k[a]]), "length": b - a,
+                                 "streams": set()})
+        d["streams"].update(((f.device[k[a:b]] << 32) + f.stream[k[a:b]]).tolist())
+        d["occurrences"] += 1
+        d["total_ns"] += int(f.dur[k[a:b]].sum())
+    rows = sorted(agg.items(), key=lambda kv: (-kv[1]["total_ns"], -kv[1]["occurrences"], kv[0]))[:top]
+    out = pd.DataFrame({
+        "rank": np.arange(1, len(rows) + 1), "length": [d["length"] for _k, d in rows],
+        "occurrences": [d["occurrences"] for _k, d in rows], "total_us": [d["total_ns"] / 1e3 for _k, d in rows],
+        "mean_us": [d["total_ns"] / d["occurrences"] / 1e3 for _k, d in rows],
+        "pct_kernel_time": [100.0 * d["total_ns"] / total_all if total_all else 0.0 for _k, d in rows],
+        "streams": [len(d["streams"]) for _k, d in rows],
+        "op": [key[0] for key, _d in rows], "first_eid": [d["first_eid"] for _k, d in rows],
+        "kernels": [tuple(kernel_label(n) for n in key[1:]) for key, _d in rows]}, columns=list(COLUMNS))
+    out["op"] = out["op"].astype(object)
+    return KernelSequences(out, int(np.count_nonzero(f.kind == K_KERNEL)), total_all / 1e3, op, min_length, max_length,
+                           True)
 
 
 def kernel_label(name: str, width: int = 100) -> str:
