@@ -17,6 +17,7 @@ import orjson
 
 from opgraph import __version__
 from opgraph.errors import OpgraphInputError
+from opgraph.json_option import json_flag, output_entry, outputs_doc
 from opgraph.table_options import TableFiles, table_file_options, write_frames
 
 
@@ -215,9 +216,10 @@ def is_multirank_input(inputs: tuple[str, ...] | list[str]) -> bool:
                    "others contribute summaries and collective tables only.")
 @click.option("--memory-budget", type=click.FloatRange(min=0.01), default=None, metavar="GIB",
               help="Multi-rank input with --keep auto: memory (GiB) the kept graphs may take (default 8).")
+@json_flag
 def build(traces: tuple[str, ...], output: str, fmt: str | None, et_path: str | None,
-          captures: tuple[str, ...], iterations: str | None, step_regex: str | None, scheduler: str | None, workers: int | None, keep: str | None,
-          memory_budget: float | None) -> None:
+          captures: tuple[str, ...], iterations: str | None, step_regex: str | None, scheduler: str | None,
+          workers: int | None, keep: str | None, memory_budget: float | None, as_json: bool = False) -> None:
     """Build the typed DAG of TRACE and save it.
 
     Several traces, a directory or a glob (one trace per rank) build one multi-rank job
@@ -233,8 +235,12 @@ def build(traces: tuple[str, ...], output: str, fmt: str | None, et_path: str | 
             raise OpgraphInputError(traces[0], "--format, --et, --capture and --iterations apply to a single trace, "
                                     "not to a multi-rank job")
         from opgraph.multirank.commands import build_job_command
-        build_job_command(list(traces), output, keep, workers, scheduler,
-                          None if memory_budget is None else int(memory_budget * 2**30))
+        counts = build_job_command(list(traces), output, keep, workers, scheduler,
+                                   None if memory_budget is None else int(memory_budget * 2**30))
+        if as_json:
+            msg = counts.pop("message")
+            emit_json(outputs_doc("build", traces, [output_entry(output, "job graph", msg)], counts),
+                      "outputs.schema.json")
         return
     trace = traces[0]
 
@@ -278,9 +284,15 @@ def build(traces: tuple[str, ...], output: str, fmt: str | None, et_path: str | 
                 save_gpickle(GraphPayload(payload), output, inputs=(trace,))
             else:
                 save_graph(graph_from_payload(payload), output, inputs=(trace,))
-    click.echo(f"{output}: {n_nodes} nodes, {n_edges} edges"
-               + (f", {len(health)} trace-health warnings (see `opgraph info`)" if health else ""),
-               err=True)
+    msg = (f"{output}: {n_nodes} nodes, {n_edges} edges"
+           + (f", {len(health)} trace-health warnings (see `opgraph info`)" if health else ""))
+    click.echo(msg, err=True)
+    if as_json:
+        emit_json(outputs_doc("build", (trace,) + ((et_path,) if et_path else ()) + captures,
+                              [output_entry(output, "gpickle" if output.endswith(".gpickle") else "node-link json",
+                                            msg)],
+                              {"nodes": int(n_nodes), "edges": int(n_edges), "health_warnings": len(health)}),
+                  "outputs.schema.json")
 
 
 def _trim(path: str, table, spec: str, step_regex: str | None):

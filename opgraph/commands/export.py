@@ -29,6 +29,7 @@ import networkx as nx
 
 from opgraph.cli import load_input, main
 from opgraph.errors import OpgraphInputError
+from opgraph.json_option import json_flag, output_entry, outputs_doc
 
 #: ``run(G, path, opts) -> message``; ``opts`` holds every option value of the command.
 ExportFn = Callable[[nx.DiGraph, str, dict[str, Any]], "str | None"]
@@ -54,8 +55,9 @@ EXPORTERS: dict[str, Exporter] = {}
 @main.command("export")
 @click.argument("input", type=str)
 @click.option("--format", "fmt", default=None, help="Force the input format of a raw trace.")
+@json_flag
 @click.pass_context
-def export_cmd(ctx: click.Context, input: str, fmt: str | None, **opts: Any) -> None:
+def export_cmd(ctx: click.Context, input: str, fmt: str | None, as_json: bool = False, **opts: Any) -> None:
     """Write INPUT (a saved graph or a raw trace) in other formats: one option per format."""
     wanted = [ex for ex in EXPORTERS.values() if opts.get(ex.name)]
     if not wanted:
@@ -74,11 +76,16 @@ def export_cmd(ctx: click.Context, input: str, fmt: str | None, **opts: Any) -> 
     # a whole job only when no --rank was given and every requested format can write one
     G = load_input(input, fmt, job_ok=_RANK.get() is None and all(ex.run_job for ex in wanted))
     is_job = isinstance(G.graph.get("job"), dict)
+    written = []
     for ex in wanted:
         run = ex.run_job if is_job and ex.run_job else ex.run
         msg = run(G, str(opts[ex.name]), dict(opts, input=input))
         if msg:
             click.echo(msg, err=True)
+        written.append(output_entry(str(opts[ex.name]), ex.name, msg or None))
+    if as_json:
+        from opgraph.cli import emit_json
+        emit_json(outputs_doc("export", (input,), written, {"job": is_job}), "outputs.schema.json")
 
 
 def register_option(option: click.Option) -> None:

@@ -7,6 +7,7 @@ import click
 
 from opgraph.cli import load_input, main
 from opgraph.device_options import device_file_option
+from opgraph.json_option import json_flag, output_entry, outputs_doc
 from opgraph.errors import OpgraphInputError
 
 
@@ -19,6 +20,7 @@ from opgraph.errors import OpgraphInputError
 @click.option("--device", default=None, metavar="NAME",
               help="The trace's GPU when its deviceProperties do not identify it (roofline peaks).")
 @device_file_option
+@json_flag
 @click.option("--step-regex", "step_regex", default=None,
               help="Steps as in `opgraph overheads` (default ProfilerStep#N); one that matches nothing exits 2.")
 @click.option("--job", "job", default=None, metavar="JOB.gpickle",
@@ -26,7 +28,7 @@ from opgraph.errors import OpgraphInputError
                    "file's sha256): remove from INPUT's collective kernels the time they waited for the other "
                    "ranks, so the tables hold this rank's own transfer times.")
 def kernel_models_cmd(input: str, lookup: str | None, calibration: str | None, device: str | None,
-                      step_regex: str | None, job: str | None) -> None:
+                      step_regex: str | None, job: str | None, as_json: bool = False) -> None:
     """Measure INPUT's kernel models for `opgraph predict --et`: per top-level op (as
     `opgraph overheads` selects them), the kernels it launched with their mean durations,
     launch-API host costs, the gap before each op, and a roofline fit per op class."""
@@ -69,16 +71,24 @@ def kernel_models_cmd(input: str, lookup: str | None, calibration: str | None, d
         po = profile_ops(G, OverheadParams(step_regex=step_regex), comm_waits=waits)
     if not len(po.ops):
         raise OpgraphInputError(input, "no top-level CPU ops in the analysis window: nothing to measure")
+    written: list[dict] = []
     if lookup is not None:
         lk = build_lookup(G, po=po, device=device)
         write_json_file(lk.to_dict(), lookup, "kernel-lookup.schema.json", inputs=(input,))
-        click.echo(f"wrote {lookup}: {len(lk.entries)} op/shape entries, {len(lk.by_name)} op names, "
-                   f"streams {lk.streams}", err=True)
+        msg = f"wrote {lookup}: {len(lk.entries)} op/shape entries, {len(lk.by_name)} op names, streams {lk.streams}"
+        click.echo(msg, err=True)
+        written.append(output_entry(lookup, "kernel lookup", msg))
     if calibration is not None:
         try:
             cal = build_calibration(G, device=device, po=po)
         except ValueError as e:
             raise OpgraphInputError(input, str(e)) from None
         write_json_file(cal.to_dict(), calibration, "roofline-calibration.schema.json", inputs=(input,))
-        click.echo(f"wrote {calibration}: {cal.device}, classes "
-                   + ", ".join(f"{c} (n={f.n})" for c, f in sorted(cal.classes.items())), err=True)
+        msg = f"wrote {calibration}: {cal.device}, classes " + ", ".join(
+            f"{c} (n={f.n})" for c, f in sorted(cal.classes.items()))
+        click.echo(msg, err=True)
+        written.append(output_entry(calibration, "roofline calibration", msg))
+    if as_json:
+        from opgraph.cli import emit_json
+        emit_json(outputs_doc("kernel-models", (input,) + ((job,) if job else ()), written,
+                              {"ops": int(len(po.ops))}), "outputs.schema.json")

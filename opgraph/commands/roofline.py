@@ -9,6 +9,7 @@ import click
 
 from opgraph.cli import _console, emit_json, load_input, main
 from opgraph.device_options import device_file_option
+from opgraph.json_option import json_flag, output_entry, outputs_doc
 from opgraph.table_options import TableFiles, table_file_options, write_frames
 from opgraph.errors import OpgraphInputError
 
@@ -35,7 +36,9 @@ def _roofline(source: Any, path: str, device: str | None, dtype: str | None):
 @device_file_option
 @click.option("--dtype", default=None, help=_DTYPE_HELP)
 @click.option("--format", "fmt", default=None, help="Force the input format of a raw trace.")
-def augment(trace: str, output: str, device: str | None, dtype: str | None, fmt: str | None) -> None:
+@json_flag
+def augment(trace: str, output: str, device: str | None, dtype: str | None, fmt: str | None,
+            as_json: bool = False) -> None:
     """Write TRACE back out with FLOPs, bytes and roofline args on ops and kernels.
 
     Every original event is written unchanged; ops and kernels with a cost model gain
@@ -82,9 +85,15 @@ def augment(trace: str, output: str, device: str | None, dtype: str | None, fmt:
             gc.enable()
     s = summarize(res)
     cov = s["coverage_time_pct"]
-    click.echo(f"{output}: {sum(1 for v in add.values() if 'kernel_flop' in v):,} events annotated; "
-               f"{s['modelled_kernels']:,}/{s['kernels']:,} kernels have a model"
-               + (f" ({cov:.1f}% of kernel time)" if cov is not None else ""), err=True)
+    n_ann = sum(1 for v in add.values() if "kernel_flop" in v)
+    msg = (f"{output}: {n_ann:,} events annotated; {s['modelled_kernels']:,}/{s['kernels']:,} kernels have a model"
+           + (f" ({cov:.1f}% of kernel time)" if cov is not None else ""))
+    click.echo(msg, err=True)
+    if as_json:
+        emit_json(outputs_doc("augment", (trace,), [output_entry(output, "chrome trace", msg)],
+                              {"events_annotated": n_ann, "kernels": int(s["kernels"]),
+                               "modelled_kernels": int(s["modelled_kernels"]), "coverage_time_pct": cov}),
+                  "outputs.schema.json")
 
 
 # --------------------------------------------------------------------------- report

@@ -35,9 +35,10 @@ def rank_progress(label: str, enabled: bool | None = None) -> Iterator[Callable[
 
 
 def build_job_command(inputs: list[str], output: str, keep: str | None, workers: int | None,
-                      scheduler: str | None, budget: int | None) -> None:
+                      scheduler: str | None, budget: int | None) -> dict:
     """``opgraph build DIR|GLOB|FILES... -o job.gpickle``: build and save the job graph,
-    then print one summary line (and the keep policy) on stderr."""
+    then print one summary line (and the keep policy) on stderr. Returns the counts (for
+    ``--json``): ranks, nodes, edges, matched collectives, unmatched kernels."""
     import gc
 
     from opgraph.graph.io import GraphPayload, check_writable, graph_from_payload, save_gpickle, save_graph
@@ -62,13 +63,15 @@ def build_job_command(inputs: list[str], output: str, keep: str | None, workers:
     max_res = max(al["residual_ns"].values(), default=0)
     coll = job["collectives"]
     matched = int(coll.loc[coll["coll_id"] >= 0, "coll_id"].nunique()) if len(coll) else 0
-    click.echo(f"{output}: {len(job['ranks'])} ranks, {n_nodes} nodes, {n_edges} edges; {matched} collectives "
+    msg = (f"{output}: {len(job['ranks'])} ranks, {n_nodes} nodes, {n_edges} edges; {matched} collectives "
                f"matched, {job['unmatched']} kernels unmatched; clock offsets up to {max_off / 1000:.3f} µs "
                f"(residual ≤ {max_res / 1000:.3f} µs)"
-               + (f"; {len(job['warnings'])} job warnings (see `opgraph info`)" if job["warnings"] else ""),
-               err=True)
+               + (f"; {len(job['warnings'])} job warnings (see `opgraph info`)" if job["warnings"] else ""))
+    click.echo(msg, err=True)
     if jb.keep_note and jb.keep_note != "all ranks kept in full":
         click.echo(f"{output}: {jb.keep_note}", err=True)
+    return {"message": msg, "ranks": len(job["ranks"]), "nodes": int(n_nodes), "edges": int(n_edges),
+            "collectives_matched": matched, "kernels_unmatched": int(job["unmatched"])}
 
 
 def summary_command(inputs: list[str], workers: int | None, scheduler: str | None, as_json: bool) -> None:
