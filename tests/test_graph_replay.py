@@ -250,3 +250,12 @@ def _outside_window(G, db) -> int:
             if not (d["ts"] + d["dur"] > w.start and d["ts"] < w.end):
                 n += 1
     return n
+
+
+def test_report_names_graph_replays(cli, tmp_path: Path) -> None:
+    """`report` says replayed kernels have no launching CPU op and points to the capture,
+    and that the achieved rate is over the modelled kernels only."""
+    rp, _cp = write_pair(tmp_path, names=True, steps=STEPS)
+    r = cli(["report", str(rp)])
+    assert r.exit_code == 0, r.stderr
+    assert "with no launching CPU op in the trace (CUDA/HIP-graph replays among them" in r.stdout

@@ -127,7 +127,7 @@ def _wide_console():
     return _console()
 
 
-def _render_report(doc: dict[str, Any], console: Any, top: int) -> None:
+def _render_report(doc: dict[str, Any], console: Any, top: int, graph_replays: bool = False) -> None:
     from rich.table import Table
 
     from opgraph.devices import all_devices
@@ -155,8 +155,13 @@ def _render_report(doc: dict[str, Any], console: Any, top: int) -> None:
     if s["no_model_activities"]:
         console.print(f"  no model: {s['no_model_activities']:,} activities, {s['no_model_time_us']:,.1f} µs "
                       f"({s['no_model_ops']:,} op calls of {s['no_model_op_names']} names"
-                      + (f"; {s['unlaunched_activities']:,} with no launch in the trace" if s["unlaunched_activities"]
-                         else "") + ")")
+                      + (f"; {s['unlaunched_activities']:,} with no launching CPU op in the trace"
+                         + (" (CUDA/HIP-graph replays among them: opgraph info, docs/graph-replay.md)"
+                            if graph_replays else "") if s["unlaunched_activities"] else "") + ")")
+    if s.get("achieved_tflops") is not None:
+        console.print(f"  achieved over the modelled kernels only: {s['achieved_tflops']:,.2f} TFLOP/s"
+                      + (f", {s['achieved_gbps']:,.1f} GB/s" if s.get("achieved_gbps") is not None else "")
+                      + " (the TFLOP/s and GB/s columns are per row, over that row's modelled kernels)")
     if s["unknown_dtype_activities"]:
         console.print(f"  dtype unknown for {s['unknown_dtype_activities']:,} modelled activities "
                       f"({s['unknown_dtype_time_us']:,.1f} µs): no % of peak for them (try --dtype)")
@@ -223,7 +228,7 @@ def report(input: str, by: str, as_json: bool, csv_dir: TableFiles | None, devic
     if as_json:
         emit_json(doc, "report.schema.json")
         return
-    _render_report(doc, _wide_console(), top or 30)
+    _render_report(doc, _wide_console(), top or 30, graph_replays=bool(G.graph.get("graph_replay")))
 
 
 # --------------------------------------------------------------------------- devices
