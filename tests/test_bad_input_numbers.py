@@ -324,3 +324,20 @@ def test_clean_gpickle_still_loads(small_graph):
     from opgraph.graph.io import load_gpickle
 
     assert load_gpickle(small_graph).number_of_nodes() == len(_small())
+
+
+def test_args_ts_token_is_never_taken_for_the_event_ts(tmp_path) -> None:
+    """Audit #21: an ``args.ts`` of ``…010.05`` before a ``ts`` of ``…010.1`` parses to the
+    same float64; the exact-ns recovery must not take its digits (50 ns off, silently). The
+    times fall back to the float's nearest ns with a ``ts_precision`` warning."""
+    from opgraph.ingest import read_trace
+
+    p = tmp_path / "t.json"
+    p.write_text('{"traceEvents":[{"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":1694128201424000.5,'
+                 '"dur":5},{"ph":"X","cat":"cpu_op","name":"b","pid":1,"tid":1,"args":{"ts":1694128201424010.05},'
+                 '"ts":1694128201424010.1,"dur":5}]}')
+    t = read_trace(p)
+    b = int(t.events.loc[t.events["name"] == "b", "ts_ns"].iloc[0])
+    assert b != 1694128201424010050
+    assert abs(b - 1694128201424010100) <= 250  # float64 precision at epoch scale
+    assert "ts_precision" in {h.code for h in t.health}

@@ -245,7 +245,22 @@ def _check_range(path: str, values: list, field: str, present: np.ndarray) -> No
 def _align_tokens(toks: list[bytes], fvals: np.ndarray) -> np.ndarray | None:
     """Pick, in order, the text tokens that belong to the events' timestamps when the file
     has extra ``"ts"`` keys (e.g. inside args): greedy match of each event's decoded value
-    against the next token that parses to the same float. None if they cannot be aligned."""
+    against the next token that parses to the same float. None if they cannot be aligned,
+    or when the pick would be a guess: two tokens with different digits parse to the same
+    float as an event's timestamp (an ``args.ts`` of ``…010.05`` beside a ``ts`` of
+    ``…010.1``), so the digits taken could be the wrong ones (bad-input audit #21)."""
+    fl = []
+    for t in toks:
+        try:
+            fl.append(float(t))
+        except ValueError:
+            fl.append(float("nan"))
+    texts: dict[float, set[bytes]] = {}
+    for t, v in zip(toks, fl):
+        texts.setdefault(v, set()).add(t.rstrip(b"0").rstrip(b".") if b"." in t else t)
+    wanted = set(fvals.tolist())
+    if any(len(ts_) > 1 and v in wanted for v, ts_ in texts.items()):
+        return None
     out = []
     j = 0
     m = len(toks)
