@@ -284,3 +284,30 @@ def test_graph_trace_and_absent_tables(tmp_path: Path) -> None:
     assert len(g) == 1
     preds = [G.nodes[u]["name"] for u in G.predecessors(g[0]) if G.edges[u, g[0]]["kind"] == "launch"]
     assert preds == ["cudaGraphLaunch"]
+
+
+def test_sqlite_generated_column_does_not_shift_values(tmp_path) -> None:
+    """Audit #21: a table with a leading generated column (left out by PRAGMA table_info,
+    returned by SELECT *) must read exactly as the same table without it."""
+    import sqlite3
+
+    from opgraph.ingest import read_trace
+    from opgraph.testing.synth_nsys import write_fixtures
+
+    p = write_fixtures(tmp_path)["sqlite"]
+    want = read_trace(p).events
+    con = sqlite3.connect(p)
+    t = "CUPTI_ACTIVITY_KIND_KERNEL"
+    cols = [r[1] for r in con.execute(f'PRAGMA table_info("{t}")')]
+    decl = ", ".join(f'"{c}"' for c in cols)
+    con.execute(f'CREATE TABLE K2 (gen INTEGER GENERATED ALWAYS AS (5000109000) VIRTUAL, {decl})')
+    con.execute(f'INSERT INTO K2 ({decl}) SELECT {decl} FROM "{t}"')
+    con.execute(f'DROP TABLE "{t}"')
+    con.execute(f'ALTER TABLE K2 RENAME TO "{t}"')
+    con.commit()
+    con.close()
+    got = read_trace(p).events
+    k = want["kind"] == "kernel"
+    assert k.any()
+    for c in ("ts_ns", "dur_ns", "device", "stream", "correlation", "name"):
+        assert got.loc[got["kind"] == "kernel", c].tolist() == want.loc[k, c].tolist(), c

@@ -67,10 +67,26 @@ class _Db:
             raise OpgraphInputError(self.path, f"corrupt or truncated SQLite database ({e})") from None
 
     def columns(self, table: str) -> list[str]:
+        """The columns of ``table``, generated ones included (``PRAGMA table_xinfo``; plain
+        ``table_info`` leaves generated columns out while ``SELECT *`` returns them, which
+        would shift every value after one: bad-input audit #21)."""
         if table not in self._cols:
-            self._cols[table] = ([r[1] for r in self.query(f'PRAGMA table_info("{table}")')]
-                                 if table in self.tables else [])
+            if table not in self.tables:
+                self._cols[table] = []
+            else:
+                rows = self.query(f'PRAGMA table_xinfo("{table}")')
+                # hidden: 0 ordinary, 1 hidden (virtual tables), 2 / 3 generated (virtual / stored)
+                self._cols[table] = [r[1] for r in rows if len(r) < 7 or r[6] != 1]
         return self._cols[table]
+
+    def select(self, table: str, tail: str = "") -> tuple[list[str], list[tuple]]:
+        """``(columns, rows)`` of ``table`` with the columns named explicitly, so values
+        always line up with their names."""
+        cols = self.columns(table)
+        if not cols:
+            return [], []
+        names = ", ".join('"' + c.replace('"', '""') + '"' for c in cols)
+        return cols, self.query(f'SELECT {names} FROM "{table}" {tail}')
 
     def fetch(self, table: str, ints: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
         """Every column of ``table`` in rowid order. Columns in ``ints`` that hold only
@@ -78,8 +94,7 @@ class _Db:
         else object arrays; the rest are object arrays (None for NULL)."""
         if table not in self.tables:
             return {}
-        cols = self.columns(table)
-        rows = self.query(f'SELECT * FROM "{table}" ORDER BY rowid')
+        cols, rows = self.select(table, "ORDER BY rowid")
         if not rows:
             return {}
         out: dict[str, np.ndarray] = {}
@@ -168,9 +183,9 @@ def _collect(db: _Db) -> NsysData:
     data.device_properties = _device_props(db)
     session: dict[str, Any] = {}
     if "TARGET_INFO_SESSION_START_TIME" in db.tables:
-        rows = db.query('SELECT * FROM "TARGET_INFO_SESSION_START_TIME" LIMIT 1')
+        cols, rows = db.select("TARGET_INFO_SESSION_START_TIME", "LIMIT 1")
         if rows:
-            session = dict(zip(db.columns("TARGET_INFO_SESSION_START_TIME"), rows[0]))
+            session = dict(zip(cols, rows[0]))
     data.trace_metadata = {"nsys_export": db.key_values("EXPORT_META_DATA", "META_DATA_EXPORT"),
                            "session_start": session, "nsys_tables": sorted(db.tables)}
     data.absent = [t for t in MAIN_TABLES if t not in db.tables]
@@ -181,8 +196,8 @@ def _device_props(db: _Db) -> list[dict[str, Any]]:
     """Kineto-style ``deviceProperties`` from the target-info tables."""
     out: list[dict[str, Any]] = []
     if "TARGET_INFO_CUDA_GPU" in db.tables:
-        cols = db.columns("TARGET_INFO_CUDA_GPU")
-        for r in db.query('SELECT * FROM "TARGET_INFO_CUDA_GPU"'):
+        cols, rows = db.select("TARGET_INFO_CUDA_GPU")
+        for r in rows:
             d = dict(zip(cols, r))
             out.append({"id": d.get("deviceId"), "name": d.get("name"), "totalGlobalMem": d.get("globalMemorySize"),
                         "computeMajor": d.get("computeCapabilityMajor"),
@@ -194,8 +209,8 @@ def _device_props(db: _Db) -> list[dict[str, Any]]:
                         "sharedMemPerMultiprocessor": d.get("maxSharedMemoryPerMultiprocessor"),
                         "numSms": d.get("numMultiprocessors"), "l2CacheSize": d.get("l2CacheSize")})
     elif "TARGET_INFO_GPU" in db.tables:
-        cols = db.columns("TARGET_INFO_GPU")
-        for r in db.query('SELECT * FROM "TARGET_INFO_GPU"'):
+        cols, rows = db.select("TARGET_INFO_GPU")
+        for r in rows:
             d = dict(zip(cols, r))
             if "computeMajor" in d and not d.get("computeMajor"):
                 continue  # not a CUDA device (e.g. an integrated display adapter)
