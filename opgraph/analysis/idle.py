@@ -137,7 +137,10 @@ class IdleResult(TableResult):
             out = g.agg(blame_ns=("blame_ns", "sum"), count=("eid", "nunique")).reset_index()
         total = self.cpu_induced_idle_ns
         out["share"] = out["blame_ns"] / total if total else 0.0
-        return out.sort_values("blame_ns", ascending=False, kind="stable").reset_index(drop=True)
+        # ties broken by name and kind, so the order never depends on the events' order in the file
+        out = out.assign(_n=out["name"].astype(str), _k=out["kind"].astype(str))
+        return (out.sort_values(["blame_ns", "_n", "_k"], ascending=[False, True, True], kind="stable")
+                .drop(columns=["_n", "_k"]).reset_index(drop=True))
 
     main_table: ClassVar[str] = "devices"
     display_tables: ClassVar[tuple[str, ...]] = ("devices", "blame_top")
