@@ -6,6 +6,7 @@ raw trace. Bad input prints one line and exits with code 2; never a traceback.
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import sys
@@ -26,6 +27,11 @@ def _fail(msg: str, code: int) -> None:
 
     click.echo(f"opgraph: error: {clean(msg)}", err=True)
     sys.exit(code)
+
+
+#: errno values of a failed write that are the environment's doing (full or read-only disk,
+#: quota, I/O error, file too large), reported as one line and exit 2.
+_WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EFBIG})
 
 
 class _Group(click.Group):
@@ -52,6 +58,13 @@ class _Group(click.Group):
             _fail("interrupted", 130)
         except BrokenPipeError:
             sys.exit(0)
+        except OSError as e:
+            if e.errno in _WRITE_ERRNOS:  # the disk or stdout is full, read-only or failing: not a bug
+                _fail(f"cannot write the output: {e.strerror or e}"
+                      + (f" ({e.filename})" if getattr(e, "filename", None) else " (standard output or a file)"), 2)
+            if os.environ.get("OPGRAPH_DEBUG"):
+                raise
+            _fail(f"internal error ({type(e).__name__}: {e}); rerun with OPGRAPH_DEBUG=1 for details", 1)
         except Exception as e:  # noqa: BLE001 - the CLI boundary: no traceback reaches users
             if os.environ.get("OPGRAPH_DEBUG"):
                 raise

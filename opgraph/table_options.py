@@ -60,14 +60,23 @@ def stem(path: str) -> str:
 
 def write_frames(frames: dict, out: TableFiles | str, input_path: str) -> None:
     """Write ``frames`` where ``out`` says (a :class:`TableFiles`, or a CSV folder), each file
-    named after the input; print each path on stderr."""
+    named after the input; print each path on stderr. ``--csv -`` prints a command's one
+    table as CSV on stdout (a command with several tables needs a folder)."""
     from opgraph.export.tables import write_csv, write_parquet, write_xlsx
 
     if isinstance(out, str):
         out = TableFiles(csv=out)
     inputs = (input_path,)
     paths = []
-    if out.csv is not None:
+    if out.csv == "-":  # standard output: one table only (several would not be one CSV)
+        from opgraph.errors import OpgraphInputError
+        from opgraph.export.tables import spreadsheet_safe
+
+        if len(frames) != 1:
+            raise OpgraphInputError("--csv -", f"this command writes {len(frames)} tables "
+                                               f"({', '.join(frames)}); give a folder instead of -")
+        click.echo(spreadsheet_safe(next(iter(frames.values()))).to_csv(index=False), nl=False)
+    elif out.csv is not None:
         paths += write_csv(frames, out.csv, stem(input_path), inputs=inputs)
     if out.parquet is not None:
         paths += write_parquet(frames, out.parquet, stem(input_path), inputs=inputs)

@@ -294,3 +294,35 @@ def test_scripts_use_a_project_venv(script: str) -> None:
         for f in (script, "venv.sh"):
             assert subprocess.run(["bash", "-n", str(ROOT / "scripts" / f)]).returncode == 0
     assert ".venv/" in (ROOT / ".gitignore").read_text().split()
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full on this platform")
+def test_full_stdout_is_one_line_exit_2(tmp_path: Path) -> None:
+    """Audit #14/#18: a full stdout (or disk) is the environment's doing: one line, exit 2,
+    never 'internal error'."""
+    import subprocess
+    import sys
+
+    import opgraph
+
+    trace = opgraph.example_trace("gpu_bound", tmp_path)
+    for args in (["idle", str(trace), "--json"], ["idle", str(trace)], ["overlap", str(trace), "--csv", "-"]):
+        with open("/dev/full", "w") as full:
+            p = subprocess.run([sys.executable, "-m", "opgraph", *args], stdout=full, stderr=subprocess.PIPE,
+                               text=True, timeout=120)
+        assert p.returncode == 2, (args, p.stderr)
+        lines = p.stderr.strip().splitlines()
+        assert len(lines) == 1 and "cannot write the output: No space left on device" in lines[0], p.stderr
+
+
+def test_csv_dash_is_stdout_for_one_table(tmp_path: Path, cli) -> None:
+    """``--csv -``: a one-table command prints CSV on stdout (no folder named '-'); a command
+    with several tables says to give a folder."""
+    import opgraph
+
+    trace = opgraph.example_trace("gpu_bound", tmp_path)
+    r = cli(["overlap", str(trace), "--csv", "-"])
+    assert r.exit_code == 0 and r.stdout.startswith("window,device,"), r.stdout[:80]
+    assert not Path("-").exists()
+    r = cli(["categories", str(trace), "--csv", "-"])
+    assert r.exit_code == 2 and "give a folder instead of -" in r.stderr and not Path("-").exists()
