@@ -87,3 +87,41 @@ def test_hta_loads_exports_as_the_originals(dlrm_dirs: tuple[Path, Path]) -> Non
     assert "stragglers" in a and a["stragglers"] == b["stragglers"]
     for key in ("kernel_time_us", "idle", "comm_comp_overlap_pct"):
         assert key in a and a[key] == b[key], key
+
+
+# --------------------------------------------------------------------------- TraceLens
+def _tracelens() -> tuple[str, str] | None:
+    """(python, source folder) of a TraceLens checkout: ``OPGRAPH_TRACELENS_PYTHON`` and
+    ``OPGRAPH_TRACELENS_PATH`` (TraceLens is not on the package index; docs/peers/tracelens.md)."""
+    py, path = os.environ.get("OPGRAPH_TRACELENS_PYTHON"), os.environ.get("OPGRAPH_TRACELENS_PATH")
+    if py and path and Path(py).exists() and (Path(path) / "TraceLens").is_dir():
+        return py, path
+    return None
+
+
+@pytest.mark.parametrize("name", ["tracelens_h100_bert_small.json.gz", "param_dlrm_8gpu_rank0.pt.trace.json.gz"])
+def test_tracelens_reads_exports_as_the_originals(name: str, tmp_path: Path) -> None:
+    """TraceLens's whole CSV report (GPU timeline, per-category and per-op summaries, GEMM /
+    SDPA / CONV / elementwise shape tables) of opgraph's Perfetto export is byte-identical
+    to its report of the original trace."""
+    tl = _tracelens()
+    if tl is None:
+        pytest.skip("TraceLens not configured; set OPGRAPH_TRACELENS_PYTHON and OPGRAPH_TRACELENS_PATH")
+    src = KINETO_DIR / name
+    if not src.exists():
+        pytest.skip(f"{name} not available")
+    py, path = tl
+    exported = tmp_path / "exported.json.gz"
+    subprocess.run([sys.executable, "-m", "opgraph", "export", str(src), "--perfetto", str(exported)], check=True,
+                   capture_output=True, cwd=ROOT)
+    outs = {}
+    for tag, trace in (("orig", src), ("exported", exported)):
+        outs[tag] = tmp_path / tag
+        subprocess.run([py, "-m", "TraceLens.Reporting.generate_perf_report_pytorch", "--profile_json_path", str(trace),
+                        "--output_csvs_dir", str(outs[tag])], check=True, capture_output=True,
+                       env=dict(os.environ, PYTHONPATH=path), timeout=900)
+    files = sorted(p.name for p in outs["orig"].glob("*.csv"))
+    assert "gpu_timeline.csv" in files and "GEMM.csv" in files
+    assert files == sorted(p.name for p in outs["exported"].glob("*.csv"))
+    for f in files:
+        assert (outs["orig"] / f).read_bytes() == (outs["exported"] / f).read_bytes(), f
