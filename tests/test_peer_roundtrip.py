@@ -125,3 +125,25 @@ def test_tracelens_reads_exports_as_the_originals(name: str, tmp_path: Path) -> 
     assert files == sorted(p.name for p in outs["exported"].glob("*.csv"))
     for f in files:
         assert (outs["orig"] / f).read_bytes() == (outs["exported"] / f).read_bytes(), f
+
+
+def test_tracelens_reads_every_exported_rank_as_the_original(dlrm_dirs: tuple[Path, Path], tmp_path: Path) -> None:
+    """Every rank of the 8-rank DLRM job, exported from the job graph one file per rank:
+    TraceLens's GPU timeline and op summaries of each equal those of the rank's original
+    file (TraceLens names the rank from the file name, which the export keeps)."""
+    tl = _tracelens()
+    if tl is None:
+        pytest.skip("TraceLens not configured; set OPGRAPH_TRACELENS_PYTHON and OPGRAPH_TRACELENS_PATH")
+    py, path = tl
+    orig, out = dlrm_dirs
+
+    def report(trace: Path, dest: Path) -> dict[str, bytes]:
+        subprocess.run([py, "-m", "TraceLens.Reporting.generate_perf_report_pytorch", "--profile_json_path",
+                        str(trace), "--output_csvs_dir", str(dest)], check=True, capture_output=True,
+                       env=dict(os.environ, PYTHONPATH=path), timeout=900)
+        return {p.name: p.read_bytes() for p in dest.glob("*.csv")}
+    for r in range(8):
+        a = report(orig / f"param_dlrm_8gpu_rank{r}.pt.trace.json.gz", tmp_path / f"o{r}")
+        b = report(out / f"rank{r}.json.gz", tmp_path / f"e{r}")
+        for name in ("gpu_timeline.csv", "ops_summary.csv", "ops_summary_by_category.csv", "GEMM.csv"):
+            assert a[name] == b[name], (r, name)
