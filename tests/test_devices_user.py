@@ -204,3 +204,20 @@ def test_html_report_and_no_leak(tmp_path: Path) -> None:
     r = _run(["report", trace, "--device-file", dev, "--by", "nonsense"])
     assert r.exit_code == 2
     assert lookup("Zeta Z9 Accelerator") is None
+
+
+def test_report_names_an_unknown_device_and_the_way_out(tmp_path) -> None:
+    """A device the peak table does not know is reported as unknown, with how to add it."""
+    import json as _json
+
+    import opgraph
+    from conftest import _run_cli
+
+    p = opgraph.example_trace("gemm_shapes", tmp_path)
+    d = _json.loads(p.read_text())
+    d["deviceProperties"][0]["name"] = "NVIDIA Foo 9000"
+    q = tmp_path / "foo.json"
+    q.write_text(_json.dumps(d))
+    r = _run_cli(["report", str(q)])
+    assert r.exit_code == 0
+    assert "NVIDIA Foo 9000 -> unknown (not in the peak table" in r.stdout and "--device-file" in r.stdout

@@ -146,7 +146,9 @@ def _render_report(doc: dict[str, Any], console: Any, top: int, graph_replays: b
         pk = d["peak_tflops"] or {}
         peaks = ", ".join(f"{k} {v:g}" for k, v in pk.items() if v) if pk else "no peaks"
         console.print(styled(f"  device {d['device']}: {cell(d['runtime_name'] or None, '?')} -> ") + name
-                      + styled(extra + (f"; {d['dram_gbps']:g} GB/s; TFLOP/s {peaks}" if d["table_name"] else "")))
+                      + styled(extra + (f"; {d['dram_gbps']:g} GB/s; TFLOP/s {peaks}" if d["table_name"] else
+                                        " (not in the peak table: no % of peak for it; name it with --device, or "
+                                        "add it with --device-file / $OPGRAPH_DEVICES: docs/roofline.md)")))
     cov = s["coverage_time_pct"]
     console.print(
         f"  kernels {s['kernels']:,}, {s['kernel_time_us']:,.1f} µs; with a model: {s['modelled_kernels']:,}"
