@@ -44,7 +44,7 @@ Rules and thresholds (module constants):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, Mapping
 
 import networkx as nx
 import pandas as pd
@@ -118,9 +118,9 @@ def _pct(part: float, whole: float) -> float:
 class _Inputs:
     """The analyses the rules read, each computed once on first use."""
 
-    def __init__(self, G: nx.DiGraph) -> None:
+    def __init__(self, G: nx.DiGraph, given: Mapping[str, Any] | None = None) -> None:
         self.G = G
-        self._cache: dict[str, Any] = {}
+        self._cache: dict[str, Any] = {k: v for k, v in (given or {}).items() if v is not None}
 
     def get(self, name: str, fn: Callable[[], Any]) -> Any:
         if name not in self._cache:
@@ -300,13 +300,18 @@ RULES: dict[str, Callable[[_Inputs], list[Finding]]] = {
 }
 
 
-def recommendations(G: nx.DiGraph) -> Recommendations:
+def recommendations(G: nx.DiGraph, given: Mapping[str, Any] | None = None) -> Recommendations:
     """Run every rule of the module docstring over ``G``.
 
     Parameters
     ----------
     G : networkx.DiGraph
         A single-rank trace graph.
+    given : mapping, optional
+        Documents already computed with the default options, reused instead of computed
+        again: ``cp`` (``critical_path(G).to_dict(with_path=False)``), ``launch``
+        (``launch_stats(G).to_dict()``), ``overlap``, ``copies`` (``memory_bandwidth``),
+        ``memory`` (``memory_timeline(G).to_dict(series=False)``), ``shapes``.
 
     Returns
     -------
@@ -315,7 +320,7 @@ def recommendations(G: nx.DiGraph) -> Recommendations:
         rule whose analysis cannot run on this trace is listed in ``skipped`` with the
         reason, never guessed.
     """
-    x = _Inputs(G)
+    x = _Inputs(G, given)
     found: list[Finding] = []
     skipped: dict[str, str] = {}
     for name, rule in RULES.items():

@@ -136,9 +136,14 @@ def report_data(G: nx.DiGraph, batch_size: int | None = None, device: str | None
     section("breakdown_device", dev)
     section("overheads", overheads)
     section("roofline", roofline)
-    from opgraph.export.html_tables import TABLE_SECTIONS
+    from opgraph.export.html_tables import TABLE_SECTIONS, advise_doc
     for spec in TABLE_SECTIONS:
-        section(spec.key, lambda spec=spec: spec.compute(G))
+        if spec.key != "advise":
+            section(spec.key, lambda spec=spec: spec.compute(G))
+    # the recommendations reuse the documents above that were made with the same options
+    section("advise", lambda: advise_doc(G, {"cp": out.get("critical_path"), "launch": out.get("launch_stats"),
+                                             "overlap": out.get("overlap"), "copies": out.get("memory_bw"),
+                                             "memory": out.get("memory"), "shapes": out.get("shapes")}))
     return out
 
 

@@ -114,9 +114,14 @@ def _sequences(G: nx.DiGraph) -> Any:
     return kernel_sequences(G, None, 3, 8, 10).to_dict()
 
 
-def _advise(G: nx.DiGraph) -> Any:
+def advise_doc(G: nx.DiGraph, given: dict[str, Any] | None = None) -> Any:
+    """``opgraph advise --json`` of ``G``, reusing ``given`` documents (same options)."""
     from opgraph.analysis.recommendations import recommendations
-    return recommendations(G).to_dict()
+    return recommendations(G, given).to_dict()
+
+
+def _advise(G: nx.DiGraph) -> Any:
+    return advise_doc(G)
 
 
 TABLE_SECTIONS: tuple[SectionSpec, ...] = (
