@@ -178,7 +178,7 @@ def build_payload(table: EventTable, step: Step = _noop) -> dict[str, Any]:
         warn("kernel_without_launch", len(unlinked), unlinked[0],
              "device activities whose launching runtime call is absent from the trace")
     launched_rt = np.unique(launch.src)
-    is_launch_api = np.fromiter((bool(LAUNCH_API_RE.match(n)) if n else False for n in names[rt]),
+    is_launch_api = np.fromiter((isinstance(n, str) and bool(LAUNCH_API_RE.match(n)) for n in names[rt]),
                                 dtype=bool, count=len(rt))
     lonely = np.setdiff1d(eid[rt][is_launch_api], launched_rt)
     if len(lonely):
@@ -241,6 +241,11 @@ def build_payload(table: EventTable, step: Step = _noop) -> dict[str, Any]:
     from opgraph.graph.et_link import add_extra_edges  # [issue #7 hook] ET data edges
     add_extra_edges(edges, table.meta.get("extra_edges"))  # [issue #7 hook]
     payload = _payload(ev, is_node, eid, ts, dur, device, stream, corr, edges, health_dup=warn)
+    if len(payload["src"]):
+        uk, kc = payload["edge_kind"]
+        payload["src"], payload["dst"], kc, payload["edge_extra"] = _break_cycles(
+            eid, ts, payload["src"], payload["dst"], kc, payload["edge_extra"], warn, table.meta.get("file"))
+        payload["edge_kind"] = (uk, kc)
     span = (int(ts[is_node].min()), int(end[is_node].max())) if is_node.any() else (0, 0)
     meta = table.meta
     payload["graph"].update({
@@ -646,6 +651,116 @@ def _payload(ev: pd.DataFrame, is_node: np.ndarray, eid: np.ndarray, ts: np.ndar
             src, dst, kcode = src[keep], dst[keep], kcode[keep]
     return {"magic": PICKLE_MAGIC, "graph": {}, "nodes": eid[idx], "node_cols": cols, "src": src, "dst": dst,
             "edge_kind": (np.array(EDGE_KINDS, dtype=object), kcode), "edge_extra": extra}
+
+
+#: Edge kinds that follow from the order of events on one lane (never dropped to break a cycle).
+_STRUCTURAL = frozenset({"nest", "host_seq", "stream_seq"})
+#: Cycles broken one edge at a time before the trace is refused.
+MAX_CYCLE_BREAKS = 1000
+
+
+def _has_cycle(src: np.ndarray, dst: np.ndarray) -> bool:
+    """Whether the edges ``src -> dst`` (node ids) contain a directed cycle: Kahn's
+    algorithm over a CSR view, in a plain loop over int lists (no networkx graph is built)."""
+    if not len(src):
+        return False
+    nodes, inv = np.unique(np.concatenate([src, dst]), return_inverse=True)
+    n = len(nodes)
+    s, d = inv[:len(src)], inv[len(src):]
+    o = np.argsort(s, kind="stable")
+    s, d = s[o], d[o]
+    start = np.searchsorted(s, np.arange(n + 1)).tolist()
+    succ = d.tolist()
+    indeg = np.bincount(d, minlength=n).tolist()
+    stack = [i for i in range(n) if indeg[i] == 0]
+    seen = 0
+    while stack:
+        u = stack.pop()
+        seen += 1
+        for j in range(start[u], start[u + 1]):
+            v = succ[j]
+            indeg[v] -= 1
+            if indeg[v] == 0:
+                stack.append(v)
+    return seen < n
+
+
+def _break_cycles(eid: np.ndarray, ts: np.ndarray, src: np.ndarray, dst: np.ndarray, kcode: np.ndarray,
+                  extra: dict[int, dict[str, Any]], warn: Callable[..., None], path: str | None = None
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, dict[str, Any]]]:
+    """The edges without the links that close a cycle among the kinds that must be acyclic
+    (every kind but ``collective``, docs/model.md), with the health warning ``cycle_broken``.
+
+    A cycle needs an edge that goes back in time (or only edges between events with the
+    same start), so the check costs one vectorised comparison for an ordinary trace; links
+    that contradict the timestamps (a flow pointing back, a runtime call stamped after its
+    kernel) are dropped: first every backward link inside a strongly connected component,
+    then, for cycles among same-time events, one link per cycle. A cycle made only of
+    nesting and lane-order edges (which cannot happen) is refused with one line."""
+    from opgraph.errors import OpgraphInputError
+
+    t = np.zeros(int(eid.max()) + 1 if len(eid) else 0, dtype=np.int64)
+    t[eid] = ts
+    coll = EDGE_KINDS.index("collective") if "collective" in EDGE_KINDS else -1
+    acyc = kcode != coll
+    back = acyc & (t[dst] < t[src])
+    same = acyc & (t[dst] == t[src])
+    if not back.any() and not same.any():
+        return src, dst, kcode, extra
+    structural = np.isin(kcode, [EDGE_KINDS.index(k) for k in _STRUCTURAL])
+    inside = same
+    if back.any():
+        # Every event of a cycle lies in the union of the time spans of its backward edges
+        # (each level it climbs back from is crossed by a backward edge): only edges there count.
+        lo, hi = t[dst[back]], t[src[back]]
+        o = np.argsort(lo, kind="stable")
+        lo, cm = lo[o], np.maximum.accumulate(hi[o])
+        start = np.ones(len(lo), dtype=bool)
+        start[1:] = lo[1:] > cm[:-1]
+        L = lo[start]
+        R = cm[np.append(np.flatnonzero(start)[1:] - 1, len(lo) - 1)]
+
+        def within(x: np.ndarray) -> np.ndarray:
+            k = np.searchsorted(L, x, side="right") - 1
+            return (k >= 0) & (x <= R[np.maximum(k, 0)])
+        inside = same | (within(t[src]) & within(t[dst]))
+    cand = np.flatnonzero(acyc & inside)
+    if not _has_cycle(src[cand], dst[cand]):
+        return src, dst, kcode, extra
+    H = nx.DiGraph()
+    H.add_edges_from(zip(src[cand].tolist(), dst[cand].tolist(), ({"j": j} for j in cand.tolist())))
+    drop: list[int] = []
+    for comp in nx.strongly_connected_components(H):
+        if len(comp) < 2:
+            continue
+        sub = H.subgraph(comp)
+        drop += [d["j"] for u, v, d in sub.edges(data=True) if back[d["j"]] and not structural[d["j"]]]
+    H.remove_edges_from([(int(src[j]), int(dst[j])) for j in drop])
+    for _ in range(MAX_CYCLE_BREAKS):
+        try:
+            cyc = nx.find_cycle(H)
+        except nx.NetworkXNoCycle:
+            break
+        js = [H.edges[u, v]["j"] for u, v, *_ in cyc]
+        links = [j for j in js if not structural[j]]
+        if not links:
+            raise OpgraphInputError(path, f"the nesting and lane-order edges form a cycle through events "
+                                          f"{[int(src[j]) for j in js][:8]}")
+        j = max(links, key=lambda j: (int(t[src[j]]) - int(t[dst[j]]), EDGE_KINDS[kcode[j]] == "flow"))
+        drop.append(j)
+        H.remove_edge(int(src[j]), int(dst[j]))
+    else:
+        raise OpgraphInputError(path, f"the trace's links form more than {MAX_CYCLE_BREAKS} cycles "
+                                      "(timestamps that contradict the launch/sync/flow links)")
+    kinds = Counter(EDGE_KINDS[kcode[j]] for j in drop)
+    warn("cycle_broken", len(drop), int(dst[drop[0]]),
+         "links that closed a cycle (their timestamps contradict them) were dropped: "
+         + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())))
+    keep = np.ones(len(src), dtype=bool)
+    keep[drop] = False
+    remap = np.cumsum(keep) - 1
+    extra = {int(remap[j]): a for j, a in extra.items() if keep[j]}
+    return src[keep], dst[keep], kcode[keep], extra
 
 
 def edge_kind_counts(G: nx.DiGraph) -> Counter:

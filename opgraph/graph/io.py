@@ -134,7 +134,7 @@ def _columnar(G: nx.DiGraph) -> dict | None:
     dst = [v for nbrs in succ.values() for v in nbrs]
     dl = [d for nbrs in succ.values() for d in nbrs.values()]
     ek = [d.get("kind") for d in dl]
-    if None in set(ek):  # edges without a kind: pickle the ordinary way
+    if not {str}.issuperset(map(type, ek)):  # edges without a (string) kind: pickle the ordinary way
         return None
     lens = np.fromiter(map(len, dl), dtype=np.int64, count=len(dl))
     extra = {}
@@ -152,6 +152,10 @@ class _GraphPickler(pickle.Pickler):
             payload = _columnar(obj)
             if payload is not None:
                 return _rebuild_digraph, (payload,)
+            # the ordinary way, without the views networkx caches in __dict__ (G.nodes,
+            # G.degree, ...): their classes are not on the loader's allow-list
+            state = {k: v for k, v in obj.__dict__.items() if k in _DIGRAPH_STATE}
+            return nx.DiGraph, (), state
         dt = getattr(obj, "dtype", None)
         if (isinstance(obj, pd.api.extensions.ExtensionArray) and isinstance(dt, pd.StringDtype)
                 and dt.storage == "pyarrow"):
@@ -163,6 +167,9 @@ class _GraphPickler(pickle.Pickler):
             return pd.array, (obj.to_numpy(dtype=object, na_value=None), alias)
         return NotImplemented
 
+
+#: The instance attributes of a ``DiGraph`` that are its data (the rest are cached views).
+_DIGRAPH_STATE = ("graph", "_node", "_adj", "_pred", "_succ")
 
 #: (module, name) pairs a .gpickle may reference. Everything else is refused.
 ALLOWED_GLOBALS = frozenset({
@@ -328,6 +335,7 @@ def load_gpickle(path: str | Path, require_opgraph: bool = False) -> nx.DiGraph:
                                    f"pickle (at byte {bio.tell()} of {len(data)})")
     if type(G) is not nx.DiGraph:
         raise OpgraphInputError(p, f"pickle holds a {type(G).__name__}, not a networkx DiGraph")
+    _check_structure(G, p)
     check_graph(G, p, len(data), require_opgraph)
     return G
 
@@ -411,6 +419,36 @@ def _check_attrs(path: str, what: str, objs: Any, budget: int, memo: dict, event
     return used
 
 
+def _check_structure(G: nx.DiGraph, path: str) -> None:
+    """A ``DiGraph`` whose instance data has the shapes networkx itself builds (a pickle can
+    set ``__dict__`` to anything): dicts of dicts, ``_adj`` the same object as ``_succ``,
+    and every node of the adjacency listed in ``_node``."""
+    d = G.__dict__
+    for k in _DIGRAPH_STATE:
+        if type(d.get(k)) is not dict:
+            raise OpgraphInputError(path, f"corrupt graph: DiGraph attribute {k!r} is "
+                                          f"{type(d.get(k)).__name__}, expected a dict")
+    if d["_adj"] is not d["_succ"]:
+        raise OpgraphInputError(path, "corrupt graph: DiGraph adjacency '_adj' is not '_succ'")
+    node, succ, pred = d["_node"], d["_succ"], d["_pred"]
+    for what, m in (("node attributes", node.values()), ("successors", succ.values()), ("predecessors", pred.values())):
+        if not {dict}.issuperset(map(type, m)):
+            raise OpgraphInputError(path, f"corrupt graph: DiGraph {what} that are not dicts")
+    if not (node.keys() == succ.keys() == pred.keys()):
+        raise OpgraphInputError(path, "corrupt graph: DiGraph node, successor and predecessor tables differ")
+    for nb in succ.values():
+        if not {dict}.issuperset(map(type, nb.values())) or not nb.keys() <= node.keys():
+            raise OpgraphInputError(path, "corrupt graph: an edge to a node that is not in the graph, or edge "
+                                          "attributes that are not a dict")
+
+
+#: Columns of the event table the analyses read (``events_from_columns`` restores dtypes).
+_REQUIRED_EVENT_COLS = ("eid", "kind", "name", "ts_ns", "dur_ns", "pid", "tid", "args")
+#: Graph attributes and the types the analyses expect of them (when present).
+_GRAPH_ATTR_TYPES = {"trace_metadata": dict, "device_properties": list, "distributed_info": dict,
+                     "health": list, "span_ns": (tuple, list), "opgraph_version": str}
+
+
 def check_graph(G: nx.DiGraph, path: str, file_size: int, require_opgraph: bool = True) -> None:
     """Refuse a loaded graph opgraph cannot analyse, with one line naming ``path``:
     missing graph attributes, nodes without a valid ``kind``/``ts``/``dur``, attributes
@@ -433,6 +471,19 @@ def check_graph(G: nx.DiGraph, path: str, file_size: int, require_opgraph: bool 
                                       f"{type(gr['source']).__name__}, expected an object")
     if type(gr["schema_version"]) is not int:
         raise OpgraphInputError(path, "not an opgraph graph: graph attribute 'schema_version' is not an integer")
+    for k, t in _GRAPH_ATTR_TYPES.items():
+        if k in gr and not isinstance(gr[k], t):
+            raise OpgraphInputError(path, f"graph attribute {k!r} is a {type(gr[k]).__name__}, expected "
+                                          f"{'a list' if t is list else 'a string' if t is str else 'an object' if t is dict else 'a pair'}")
+    if not {str, type(None)}.issuperset(map(type, gr["source"].values())):
+        raise OpgraphInputError(path, "graph attribute 'source' must hold strings")
+    ev = gr["events"]
+    lack = [c for c in _REQUIRED_EVENT_COLS if c not in ev.columns]
+    if lack:
+        raise OpgraphInputError(path, f"the event table lacks column(s) {', '.join(lack)}")
+    for c in _EVENT_INT_COLS:
+        if c in ev.columns and not pd.api.types.is_integer_dtype(ev[c].dtype):
+            raise OpgraphInputError(path, f"event table column {c!r} is {ev[c].dtype}, expected integers")
     job = gr.get("job")
     if job is not None:
         if not isinstance(job, dict) or not isinstance(job.get("ranks"), list):
@@ -446,12 +497,22 @@ def check_graph(G: nx.DiGraph, path: str, file_size: int, require_opgraph: bool 
         if any(not isinstance(r, dict) or "rank" not in r for r in job["ranks"]):
             raise OpgraphInputError(path, "job 'ranks' rows must be objects with a 'rank'")
     _check_nodes(G, path)
+    if G._node:
+        ids = np.fromiter(G._node, dtype=np.int64, count=len(G._node))
+        bad = (ids < 0) | (ids >= len(ev))
+        if bad.any():
+            raise OpgraphInputError(path, f"node {int(ids[bad][0])} has no row in the event table "
+                                          f"({len(ev)} rows; node ids are event ids)")
     _check_bounds(G, path, file_size)
     edata = chain.from_iterable(map(dict.values, G._succ.values()))   # every edge's attribute dict, in C
-    ekinds: set[Any] = set(map(dict.get, edata, repeat("kind")))
-    if None in ekinds:
-        u, v = next((u, v) for u, nbrs in G._succ.items() for v, d in nbrs.items() if "kind" not in d)
-        raise OpgraphInputError(path, f"edge {u} -> {v}: attribute 'kind' missing")
+    ekind_list = list(map(dict.get, edata, repeat("kind")))
+    if not {str}.issuperset(map(type, ekind_list)):
+        u, v, d = next((u, v, d) for u, nbrs in G._succ.items() for v, d in nbrs.items()
+                       if type(d.get("kind")) is not str)
+        if "kind" not in d:
+            raise OpgraphInputError(path, f"edge {u} -> {v}: attribute 'kind' missing")
+        raise OpgraphInputError(path, f"edge {u} -> {v}: 'kind' is {d['kind']!r:.60}, expected a string")
+    ekinds: set[Any] = set(ekind_list)
     # acyclic edge kinds
     if G.number_of_edges():
         if ekinds & CYCLIC_EDGE_KINDS:
@@ -469,7 +530,7 @@ def _check_nodes(G: nx.DiGraph, path: str) -> None:
     """Every node has an integer id, a known ``kind`` and integer ``ts``/``dur`` (ns) whose
     sum fits int64. Type scans run in C (map/set); the per-node walk only finds the culprit."""
     nodes = G._node
-    lo, hi = -(2**62), 2**62
+    lo, hi = -(2**63), 2**63 - 1   # what the readers accept (ts + dur must fit int64)
     ok_int = {int, np.int64}
     ids = list(nodes)
     vals = list(nodes.values())
@@ -493,6 +554,25 @@ def _check_nodes(G: nx.DiGraph, path: str) -> None:
             if k not in nodes[n]:
                 raise OpgraphInputError(path, f"node {n}: attribute {k!r} missing")
             raise OpgraphInputError(path, f"node {n}: {k!r} is {nodes[n][k]!r}, expected an integer (ns)")
+    absent = object()
+    for k, ok, what in (("device", ok_int, "an integer"), ("stream", ok_int, "an integer"),
+                        ("correlation", ok_int, "an integer"), ("external_id", ok_int, "an integer"),
+                        ("name", {str, type(None), float}, "a string"),   # NaN: no name
+                        ("pid", {int, np.int64, str, float, type(None)}, "a number or a string"),
+                        ("tid", {int, np.int64, str, float, type(None)}, "a number or a string")):
+        col = list(map(dict.get, vals, repeat(k, len(vals)), repeat(absent, len(vals))))
+        types = set(map(type, col)) - {object}
+        bad_big = False
+        if types <= ok and ok is ok_int and int in types:
+            bad_big = any(type(v) is int and not -(2**63) <= v < 2**63 for v in col)
+        if k == "name" and float in types:
+            bad_big = any(type(v) is float and v == v for v in col)
+        if not types <= ok or bad_big:
+            n = first_bad(lambda n, d: k in d and (type(d[k]) not in ok or (
+                type(d[k]) is int and ok is ok_int and not -(2**63) <= d[k] < 2**63) or (
+                k == "name" and type(d[k]) is float and d[k] == d[k])))
+            raise OpgraphInputError(path, f"node {n}: {k!r} is {nodes[n][k]!r:.60}, expected {what}"
+                                    + (" that fits int64" if ok is ok_int else ""))
     ts = np.fromiter(map(dict.get, vals, repeat("ts", len(vals))), dtype=object, count=len(vals))
     du = np.fromiter(map(dict.get, vals, repeat("dur", len(vals))), dtype=object, count=len(vals))
     try:
@@ -602,6 +682,9 @@ def events_from_columns(cols: dict[str, list]) -> pd.DataFrame:
         if c in _EVENT_INT_COLS:
             data[c] = np.array(vals, dtype=np.int64)
         elif c == "kind":
+            unknown = set(vals) - set(ALL_KINDS) - {None}
+            if unknown:
+                raise ValueError(f"unknown event kind(s) {sorted(map(str, unknown))[:3]} in column 'kind'")
             data[c] = pd.Categorical(vals, categories=list(ALL_KINDS))
         elif c in ("cat", "ph", "name", "pid", "tid", "bp"):
             arr = np.array(vals, dtype=object)
@@ -769,8 +852,10 @@ def read_input(path: str | Path, format: str | None = None, step=None):
         if format is None and detect_format(src.data, doc) == "opgraph-graph":
             from opgraph.schemas_util import validation_error
             sample = dict(doc)
-            sample["nodes"] = sample.get("nodes", [])[:2000]
-            sample["edges"] = sample.get("edges", [])[:2000]
+            for k in ("nodes", "edges"):
+                if not isinstance(sample.get(k, []), list):
+                    raise OpgraphInputError(p, f"not a valid opgraph graph document: {k!r} must be a list")
+                sample[k] = sample.get(k, [])[:2000]
             sample.pop("events", None)
             err = validation_error(sample, "opgraph-graph.schema.json")
             if err:

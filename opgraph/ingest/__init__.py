@@ -153,9 +153,14 @@ def read_trace(path: str | Path, format: str | None = None) -> EventTable:
     return read_trace_doc(src, doc, format)
 
 
-def _checked(table: EventTable, path: str) -> EventTable:
-    """``table`` after the time checks every reader's output gets (:func:`check_times`)."""
+def _checked(table: EventTable, path: str, src: SourceBytes | None = None) -> EventTable:
+    """``table`` after the time checks every reader's output gets (:func:`check_times`)
+    and, for JSON documents (``src``), the nesting bound of saved graphs
+    (:func:`~opgraph.ingest.kineto.limit_table_depth`)."""
     check_times(table, path)
+    if src is not None:
+        from opgraph.ingest.kineto import limit_table_depth
+        limit_table_depth(table, src)
     return table
 
 
@@ -181,7 +186,7 @@ def read_trace_doc(src: SourceBytes, doc: Any, format: str | None = None) -> Eve
         return _checked(read_nsys_sqlite(src), src.path)
     if fmt == "nsys-json":
         from opgraph.ingest.nsys_json import read_nsys_json
-        return _checked(read_nsys_json(src, doc), src.path)
+        return _checked(read_nsys_json(src, doc), src.path, src)
     if fmt == "nsys-csv":
         from opgraph.ingest.nsys_csv import read_nsys_csv
         return _checked(read_nsys_csv(src), src.path)
@@ -189,13 +194,13 @@ def read_trace_doc(src: SourceBytes, doc: Any, format: str | None = None) -> Eve
         raise OpgraphInputError(src.path, f"--format {fmt}: the file is {doc.format}, not a JSON document")
     if fmt == "dvdt":
         from opgraph.ingest.dvdt import read_dvdt
-        return _checked(read_dvdt(src, doc), src.path)
+        return _checked(read_dvdt(src, doc), src.path, src)
     if fmt == "clintercept":
         from opgraph.ingest.clintercept import read_clintercept
-        return _checked(read_clintercept(src, doc), src.path)
+        return _checked(read_clintercept(src, doc), src.path, src)
     if fmt == "pytorch-et":
         from opgraph.ingest.et import read_et
-        return _checked(read_et(src, doc), src.path)
+        return _checked(read_et(src, doc), src.path, src)
     if fmt == "opgraph-graph":
         raise OpgraphInputError(src.path, "a saved opgraph graph, not a trace: load it with opgraph.graph.io.load_any")
     if isinstance(doc, dict):

@@ -34,6 +34,9 @@ MAPPING: tuple[tuple[re.Pattern, str], ...] = (
     (re.compile(r"^clEnqueue(Read|Write|Copy|Map|Unmap)\w*|^clEnqueueSVM(Memcpy|Map|Unmap)|MemcpyINTEL"), "memcpy"),
     (re.compile(r"^clEnqueue(Fill\w*|SVMMemFill)|MemFillINTEL|MemsetINTEL"), "memset"),
 )
+#: Largest ``args.id`` kept as a correlation id (above it the id is ignored: ``clFinish``
+#: waits get new ids after the largest one, which must still fit int64).
+NONE_ID_MAX = 2**62
 _STAGE_RE = re.compile(r"^(.*) \((Queued|Submitted|Execution)\)$")
 _META_NAMES = {"clintercept_start_time", "process_name", "thread_name", "thread_sort_index"}
 
@@ -107,13 +110,13 @@ def read_clintercept(src: SourceBytes, doc: Any) -> EventTable:
             else:
                 key = ("track", t)
                 stream[i] = track_code.setdefault(key, 1000 + len(track_code))
-        if type(cid) is int and cid >= 0:
+        if type(cid) is int and 0 <= cid < NONE_ID_MAX:
             corr[i] = cid
     # host waits: clFinish -> a Stream Sync on the queue (a Context Sync when the trace has
     # several queues: CLIntercept does not log which queue was finished)
     finish = [i for i in np.flatnonzero((kind == "runtime")).tolist()
               if isinstance(names[i], str) and names[i].split("(")[0].strip() in ("clFinish", "clWaitForEvents")]
-    next_id = int(corr.max()) + 1 if n else 0
+    next_id = int(corr.max()) + 1 if n else 0   # ids are below NONE_ID_MAX: no overflow
     queues = sorted(set(stream[(device == 0) & (stream >= 0)].tolist()))
     sync_rows = []
     for i in finish:

@@ -123,6 +123,9 @@ def read_kineto(path: str, src: SourceBytes | None = None, doc: Any = None) -> E
         "trace_metadata": top,
     }
     table.meta.update(meta)
+    if _cut_meta(table.meta) and not any(h.code == "args_too_deep" for h in table.health):
+        table.warn("args_too_deep", 1, None, f"trace metadata nested more than {ARGS_MAX_DEPTH} levels deep: "
+                   f"the deeper part is replaced by {ARGS_TOO_DEEP!r} (saving and exporting could not nest it)")
     rank = meta["distributed_info"].get("rank") if isinstance(meta["distributed_info"], dict) else None
     if isinstance(rank, int):
         table.events["rank"] = np.int64(rank)
@@ -168,9 +171,11 @@ def _check_types(path: str, values: list, field: str, ok: tuple[type, ...],
     return has_none
 
 
-#: Deepest nesting kept inside an event's ``args``; deeper parts are replaced by
-#: :data:`ARGS_TOO_DEEP` (JSON and pickle writers cannot nest a few hundred levels).
-ARGS_MAX_DEPTH = 64
+#: Deepest nesting kept inside an event's ``args`` (below the args object itself); deeper
+#: parts are replaced by :data:`ARGS_TOO_DEEP` (JSON and pickle writers cannot nest a few
+#: hundred levels, and a saved graph may nest at most ``opgraph.graph.io.MAX_ATTR_DEPTH``
+#: = 32 levels, the args object included, so that what ``build`` saves loads again).
+ARGS_MAX_DEPTH = 31
 ARGS_TOO_DEEP = "<nested too deep: dropped by opgraph>"
 _NOT_BRACKETS = bytes(i for i in range(256) if i not in b"{}[]")
 
@@ -221,6 +226,39 @@ def _limit_args_depth(src: SourceBytes, args: list) -> list[int]:
 
 #: |µs| values beyond this do not fit int64 nanoseconds (~292 years).
 _MAX_US = 9.2e15
+
+
+def limit_table_depth(table: EventTable, src: SourceBytes) -> None:
+    """Cut every ``args``/``extra`` value of ``table`` and its trace metadata deeper than
+    :data:`ARGS_MAX_DEPTH` (in place), with the ``args_too_deep`` warning: the same bound
+    as the Kineto reader's, for the other JSON readers (execution traces, nsys JSON lines).
+    A bracket count on the raw bytes skips the walk for ordinary files."""
+    data = getattr(src, "data", None)
+    if isinstance(data, (bytes, bytearray)) and _raw_max_depth(data) <= ARGS_MAX_DEPTH + 1:
+        return
+    ev = table.events
+    rows: list[int] = []
+    for col in ("args", "extra"):
+        if col in ev:
+            for i, a in enumerate(ev[col].tolist()):
+                if isinstance(a, (dict, list)) and a and _cut_deep(a, ARGS_MAX_DEPTH)[1]:
+                    rows.append(i)
+    if _cut_meta(table.meta) and not rows:
+        rows.append(0)
+    if rows and not any(h.code == "args_too_deep" for h in table.health):
+        table.warn("args_too_deep", len(set(rows)), min(rows),
+                   f"args nested more than {ARGS_MAX_DEPTH} levels deep: the deeper part is replaced by "
+                   f"{ARGS_TOO_DEEP!r} (saving and exporting could not nest it)")
+
+
+def _cut_meta(meta: dict) -> bool:
+    """Cut the trace metadata of a table (graph attributes) to :data:`ARGS_MAX_DEPTH`."""
+    cut = False
+    for k in ("trace_metadata", "device_properties", "distributed_info"):
+        v = meta.get(k)
+        if isinstance(v, (dict, list)):
+            cut |= _cut_deep(v, ARGS_MAX_DEPTH)[1]
+    return cut
 
 
 def _check_range_arr(path: str, arr: np.ndarray, values: list, field: str) -> None:

@@ -51,14 +51,19 @@ class _Bad(Exception):
 
 def _i(v: Any, what: str) -> int:
     """An int64 value that may be a JSON string (exact; never through float)."""
+    out: int | None = None
     if type(v) is int:
-        return v
-    if type(v) is str:
+        out = v
+    elif type(v) is str:
         s = v.strip()
         if s.lstrip("-").isdigit():
-            return int(s)
-    if type(v) is float and v.is_integer():
-        return int(v)
+            out = int(s)
+    elif type(v) is float and v.is_integer():
+        out = int(v)
+    if out is not None:
+        if -(2**63) <= out < 2**63:
+            return out
+        raise _Bad(f"'{what}' is {v!r:.40}, which does not fit int64")
     raise _Bad(f"'{what}' is {type(v).__name__} {v!r:.40}, expected an integer (or an integer string)")
 
 

@@ -17,6 +17,7 @@ one-line :class:`~opgraph.errors.OpgraphInputError`.
 from __future__ import annotations
 
 import sqlite3
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -60,11 +61,17 @@ class _Db:
         self.tables = {r[0] for r in self.query("SELECT name FROM sqlite_master WHERE type='table'")}
         self._cols: dict[str, list[str]] = {}
 
-    def query(self, sql: str) -> list[tuple]:
+    def query(self, sql: str, decode: bool = True) -> list[tuple]:
+        """Rows of ``sql``; BLOB values (SQLite stores any type in any column) are decoded
+        as text with replacement characters, like non-UTF-8 TEXT (``decode``; :meth:`fetch`
+        does it per column)."""
         try:
-            return self.con.execute(sql).fetchall()
+            rows = self.con.execute(sql).fetchall()
         except sqlite3.DatabaseError as e:
             raise OpgraphInputError(self.path, f"corrupt or truncated SQLite database ({e})") from None
+        if decode and rows and bytes in set(map(type, chain.from_iterable(rows))):
+            rows = [tuple(_text(v) for v in r) for r in rows]
+        return rows
 
     def columns(self, table: str) -> list[str]:
         """The columns of ``table``, generated ones included (``PRAGMA table_xinfo``; plain
@@ -79,14 +86,14 @@ class _Db:
                 self._cols[table] = [r[1] for r in rows if len(r) < 7 or r[6] != 1]
         return self._cols[table]
 
-    def select(self, table: str, tail: str = "") -> tuple[list[str], list[tuple]]:
+    def select(self, table: str, tail: str = "", decode: bool = True) -> tuple[list[str], list[tuple]]:
         """``(columns, rows)`` of ``table`` with the columns named explicitly, so values
         always line up with their names."""
         cols = self.columns(table)
         if not cols:
             return [], []
         names = ", ".join('"' + c.replace('"', '""') + '"' for c in cols)
-        return cols, self.query(f'SELECT {names} FROM "{table}" {tail}')
+        return cols, self.query(f'SELECT {names} FROM "{table}" {tail}', decode)
 
     def fetch(self, table: str, ints: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
         """Every column of ``table`` in rowid order. Columns in ``ints`` that hold only
@@ -94,7 +101,7 @@ class _Db:
         else object arrays; the rest are object arrays (None for NULL)."""
         if table not in self.tables:
             return {}
-        cols, rows = self.select(table, "ORDER BY rowid")
+        cols, rows = self.select(table, "ORDER BY rowid", decode=False)
         if not rows:
             return {}
         out: dict[str, np.ndarray] = {}
@@ -106,6 +113,8 @@ class _Db:
                 except (TypeError, ValueError, OverflowError):
                     arr = None
             if arr is None:
+                if bytes in set(map(type, vals)):
+                    vals = tuple(map(_text, vals))
                 arr = np.empty(len(vals), dtype=object)
                 arr[:] = vals
             out[c] = arr
@@ -122,6 +131,10 @@ class _Db:
             if t in self.tables and {"name", "value"} <= set(self.columns(t)):
                 out.update({str(k): v for k, v in self.query(f'SELECT name, value FROM "{t}"')})
         return out
+
+
+def _text(v: Any) -> Any:
+    return v.decode("utf-8", "replace") if isinstance(v, bytes) else v
 
 
 def _check_size(src: SourceBytes) -> None:
@@ -163,7 +176,8 @@ def _collect(db: _Db) -> NsysData:
                                          f"(CUPTI_ACTIVITY_KIND_*, NVTX_EVENTS; found: {found}): not an nsys export")
     data = NsysData(fmt="nsys-sqlite")
     if "StringIds" in db.tables:
-        data.strings = {i: v for i, v in db.query('SELECT id, value FROM "StringIds"') if isinstance(i, int)}
+        data.strings = {i: v if isinstance(v, str) else ("" if v is None else str(v)) for i, v in db.query('SELECT id, value FROM "StringIds"')
+                        if isinstance(i, int)}
     data.runtime = db.fetch(RUNTIME, _TIME_INTS)
     data.kernel = db.fetch(KERNEL, _TIME_INTS)
     data.memcpy = db.fetch(MEMCPY, _TIME_INTS)
