@@ -198,13 +198,13 @@ def test_failed_save_keeps_the_previous_output(tmp_path, cli, monkeypatch, suffi
         raise Boom("killed")
 
     if suffix == ".gpickle":
-        orig_init = gio._GraphPickler.__init__
+        orig_init = gio.GraphPickler.__init__
 
         def init(self, fh, *a, **k):
             orig_init(self, fh, *a, **k)
             self._file_ref = fh
-        monkeypatch.setattr(gio._GraphPickler, "__init__", init)
-        monkeypatch.setattr(gio._GraphPickler, "dump", dump_half)
+        monkeypatch.setattr(gio.GraphPickler, "__init__", init)
+        monkeypatch.setattr(gio.GraphPickler, "dump", dump_half)
     else:
         import opgraph.outfiles as of
 

@@ -44,16 +44,21 @@ def full_ranks(G: nx.DiGraph) -> list[int]:
     return [int(r["rank"]) for r in G.graph["job"]["ranks"] if r.get("full")]
 
 
-def per_rank(G: nx.DiGraph, analysis: Callable[[nx.DiGraph], TableResult]
-             ) -> tuple[dict[str, pd.DataFrame], dict[int, TableResult]]:
-    """``analysis`` on each rank kept in full: its tables stacked with a leading ``rank``
-    column (the rank's own clock, as ``--rank N`` gives), and the result of every rank."""
-    from opgraph.multirank import rank_subgraph
+#: ``rank_graph(G, r)``: rank ``r`` of a job graph as a single-rank graph on its own clock
+#: (:func:`opgraph.multirank.rank_subgraph`; passed in, so analyses stay below the
+#: multi-rank layer).
+RankGraph = Callable[[nx.DiGraph, int], nx.DiGraph]
 
+
+def per_rank(G: nx.DiGraph, analysis: Callable[[nx.DiGraph], TableResult], rank_graph: RankGraph
+             ) -> tuple[dict[str, pd.DataFrame], dict[int, TableResult]]:
+    """``analysis`` on each rank kept in full (``rank_graph`` gives a rank's graph): its
+    tables stacked with a leading ``rank`` column (the rank's own clock, as ``--rank N``
+    gives), and the result of every rank."""
     out: dict[str, list[pd.DataFrame]] = {}
     results: dict[int, TableResult] = {}
     for r in full_ranks(G):
-        res = results[r] = analysis(rank_subgraph(G, r))
+        res = results[r] = analysis(rank_graph(G, r))
         for name, t in res.tables().items():
             t = t.copy()
             t.insert(0, "rank", np.full(len(t), r, dtype=np.int64))
@@ -80,16 +85,15 @@ class JobCollectives(TableResult):
         return {"collectives": json_records(self.collectives), "ranks": json_records(self.ranks)}
 
 
-def job_collectives(G: nx.DiGraph) -> JobCollectives:
-    """Collectives matched across the ranks of a job graph (module docstring)."""
-    from opgraph.multirank import rank_subgraph
-
+def job_collectives(G: nx.DiGraph, rank_graph: RankGraph) -> JobCollectives:
+    """Collectives matched across the ranks of a job graph (module docstring); ``rank_graph``
+    gives a rank's own graph (for its collective records)."""
     job = G.graph["job"]
     coll: pd.DataFrame = job["collectives"]
     offsets = {int(r["rank"]): int(r["node_offset"]) for r in job["ranks"]}
     sizes = []
     for r in full_ranks(G):
-        k = collectives(rank_subgraph(G, r)).kernels
+        k = collectives(rank_graph(G, r)).kernels
         if len(k):
             sizes.append(pd.DataFrame({"rank": r, "node": k["eid"].to_numpy(np.int64) + offsets[r],
                                        "collective": k["collective"].to_numpy(object),

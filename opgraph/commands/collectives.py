@@ -25,8 +25,9 @@ def collectives_cmd(input: str, as_json: bool, csv_dir: TableFiles | None) -> No
     G = load_input(input, whole_job=True)
     if isinstance(G.graph.get("job"), dict):  # a job graph without --rank: matched across ranks
         from opgraph.analysis.job_tables import job_collectives
+        from opgraph.multirank import rank_subgraph
 
-        jres = job_collectives(G)
+        jres = job_collectives(G, rank_subgraph)
         emit_result(input, jres.tables(), csv_dir, as_json, jres.to_dict, "job-collectives.schema.json",
                     lambda: render_job_collectives(jres.collectives, _console()))
         return

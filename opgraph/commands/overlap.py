@@ -32,7 +32,7 @@ def overlap_cmd(input: str, window: str | None, as_json: bool, csv_dir: TableFil
         for r in full_ranks(G):
             check_window(rank_subgraph(G, r), input, window)
         with window_errors(input, "--window"):
-            tables, results = per_rank(G, lambda H: comm_overlap(H, window))
+            tables, results = per_rank(G, lambda H: comm_overlap(H, window), rank_subgraph)
         one = next(iter(results.values()), None)
 
         def doc() -> dict:

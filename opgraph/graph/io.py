@@ -146,7 +146,10 @@ def _columnar(G: nx.DiGraph) -> dict | None:
             "edge_kind": _factorize(ek), "edge_extra": extra}
 
 
-class _GraphPickler(pickle.Pickler):
+class GraphPickler(pickle.Pickler):
+    """The pickler of ``.gpickle`` files: an opgraph-built ``DiGraph`` is written in its
+    column form (:func:`_columnar`), any other object the ordinary way."""
+
     def reducer_override(self, obj: Any) -> Any:
         if type(obj) is nx.DiGraph:
             payload = _columnar(obj)
@@ -290,7 +293,7 @@ def save_gpickle(G: "nx.DiGraph | GraphPayload", path: str | Path, inputs: tuple
     gc.disable()
     try:
         with open_atomic(path, inputs) as fh:
-            _GraphPickler(fh, protocol=5).dump(G)
+            GraphPickler(fh, protocol=5).dump(G)
     except OSError as e:
         raise OpgraphInputError(str(path), f"cannot write: {e.strerror or e}") from None
     finally:
@@ -769,7 +772,8 @@ def from_node_link(doc: dict[str, Any]) -> nx.DiGraph:
     return G
 
 
-def _json_default(o: Any) -> Any:
+def json_default(o: Any) -> Any:
+    """JSON for the numpy scalars and arrays a node-link document may hold (orjson ``default``)."""
     if isinstance(o, np.integer):
         return int(o)
     if isinstance(o, np.floating):
@@ -784,7 +788,7 @@ def _json_default(o: Any) -> Any:
 def save_node_link(G: nx.DiGraph, path: str | Path, inputs: tuple = ()) -> None:
     """Write node-link JSON, gzip-compressed when the name ends in ``.gz``, atomically
     (:func:`opgraph.outfiles.write_atomic`); ``inputs`` are files it must not overwrite."""
-    data = orjson.dumps(to_node_link(G), default=_json_default,
+    data = orjson.dumps(to_node_link(G), default=json_default,
                         option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY)
     if str(path).endswith(".gz"):
         data = gzip.compress(data, compresslevel=6)

@@ -204,8 +204,8 @@ def node_link_doc() -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=1)
 def _node_link_text() -> str:
-    from opgraph.graph.io import _json_default, to_node_link
-    return json.dumps(to_node_link(built_graph()), default=_json_default)
+    from opgraph.graph.io import json_default, to_node_link
+    return json.dumps(to_node_link(built_graph()), default=json_default)
 
 
 # --------------------------------------------------------------------------- generic
@@ -1049,9 +1049,9 @@ def pickle_gadget_cases(marker: Path) -> list[Case]:
         "builtins.open for writing": lambda: pickle.dumps(_Reduce(builtins.open, (m, "w")), protocol=4),
         "io.open for writing": lambda: _proto0_call("io", "open", m, "w"),
         "__setstate__ gadget (BUILD)": lambda: pickle.dumps(Gadget(m), protocol=4),
-        "__setstate__ gadget (protocol 0 INST)": lambda: (b"(iopgraph.testing.fuzz\nGadget\n(dVmarker\nV" + m.encode()
+        "__setstate__ gadget (protocol 0 INST)": lambda: (b"(itests.fuzz_cases\nGadget\n(dVmarker\nV" + m.encode()
                                                           + b"\nsb."),
-        "OBJ opcode of a non-allow-listed class": lambda: (b"\x80\x02(copgraph.testing.fuzz\nGadget\no}Vmarker\nV"
+        "OBJ opcode of a non-allow-listed class": lambda: (b"\x80\x02(ctests.fuzz_cases\nGadget\no}Vmarker\nV"
                                                             + m.encode() + b"\nsb."),
         "copyreg extension code (EXT1)": lambda: b"\x80\x02\x82\x01.",
         "persistent id (BINPERSID)": lambda: b"\x80\x02X\x01\x00\x00\x00aQ.",
@@ -1180,8 +1180,8 @@ def pickle_shape_cases() -> list[Case]:
 
     def gpk() -> bytes:
         b = io.BytesIO()
-        from opgraph.graph.io import _GraphPickler
-        _GraphPickler(b, protocol=5).dump(built_graph())
+        from opgraph.graph.io import GraphPickler
+        GraphPickler(b, protocol=5).dump(built_graph())
         return b.getvalue()
     out += truncations("gpickle", "g.gpickle", gpk, fracs=(0.01, 0.3, 0.7, 0.999))
 
