@@ -311,3 +311,34 @@ def test_sqlite_generated_column_does_not_shift_values(tmp_path) -> None:
     assert k.any()
     for c in ("ts_ns", "dur_ns", "device", "stream", "correlation", "name"):
         assert got.loc[got["kind"] == "kernel", c].tolist() == want.loc[k, c].tolist(), c
+
+
+def test_sqlite_virtual_zeroblob_column_is_not_read(tmp_path) -> None:
+    """Audit #16: a small export whose kernel table has a VIRTUAL generated column
+    ``zeroblob(900000000)`` asked for 3.5 GB; generated columns are never read."""
+    import sqlite3
+    import tracemalloc
+
+    from opgraph.ingest import read_trace
+    from opgraph.testing.synth_nsys import write_fixtures
+
+    p = write_fixtures(tmp_path)["sqlite"]
+    con = sqlite3.connect(p)
+    t = "CUPTI_ACTIVITY_KIND_KERNEL"
+    cols = [r[1] for r in con.execute(f'PRAGMA table_info("{t}")')]
+    decl = ", ".join(f'"{c}"' for c in cols)
+    con.execute(f'CREATE TABLE K2 ({decl}, big BLOB GENERATED ALWAYS AS (zeroblob(900000000)) VIRTUAL)')
+    con.execute(f'INSERT INTO K2 ({decl}) SELECT {decl} FROM "{t}"')
+    con.execute(f'DROP TABLE "{t}"')
+    con.execute(f'ALTER TABLE K2 RENAME TO "{t}"')
+    con.commit()
+    con.close()
+    assert p.stat().st_size < 1 << 20
+    tracemalloc.start()
+    try:
+        ev = read_trace(p).events
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert (ev["kind"] == "kernel").any()
+    assert peak < 200 << 20, peak

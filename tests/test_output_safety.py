@@ -326,3 +326,32 @@ def test_csv_dash_is_stdout_for_one_table(tmp_path: Path, cli) -> None:
     assert not Path("-").exists()
     r = cli(["categories", str(trace), "--csv", "-"])
     assert r.exit_code == 2 and "give a folder instead of -" in r.stderr and not Path("-").exists()
+
+
+@pytest.mark.parametrize("err", ["ENOSPC", "EROFS"])
+def test_full_or_read_only_disk_is_one_line_and_leaves_nothing(tmp_path: Path, monkeypatch, cli, err: str) -> None:
+    """Audit #14/#18: a write that fails with a full or read-only disk (simulated: root
+    ignores permissions here) is one line naming the file, exit 2, and leaves neither the
+    output nor a temporary file, for the JSON, Perfetto and CSV writers."""
+    import errno
+
+    import opgraph
+    import opgraph.outfiles as of
+
+    trace = opgraph.example_trace("gpu_bound", tmp_path / "src")
+    code = getattr(errno, err)
+
+    def failing_fsync(fd: int) -> None:
+        raise OSError(code, os.strerror(code))
+    monkeypatch.setattr(of.os, "fsync", failing_fsync)
+    out = tmp_path / "out"
+    cases = [(["overheads", str(trace), "-o", str(out / "o.json")], out / "o.json"),
+             (["export", str(trace), "--perfetto", str(out / "p.json")], out / "p.json"),
+             (["idle", str(trace), "--csv", str(out / "csv")], None)]
+    for args, target in cases:
+        r = cli(args)
+        assert r.exit_code == 2, (args, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1 and os.strerror(code) in r.stderr, r.stderr
+        if target is not None:
+            assert not target.exists()
+    assert not [p for p in out.rglob("*") if p.is_file()], list(out.rglob("*"))

@@ -74,16 +74,18 @@ class _Db:
         return rows
 
     def columns(self, table: str) -> list[str]:
-        """The columns of ``table``, generated ones included (``PRAGMA table_xinfo``; plain
-        ``table_info`` leaves generated columns out while ``SELECT *`` returns them, which
-        would shift every value after one: bad-input audit #21)."""
+        """The stored columns of ``table`` (``PRAGMA table_xinfo``, hidden = 0). Generated
+        columns are left out: nsys writes none, ``SELECT *`` would return them and shift
+        every value after one (bad-input audit #21), and a ``VIRTUAL`` one is computed on
+        read (``zeroblob(900000000)`` in a 49 kB file asked for 3.5 GB: audit #16). Every
+        query names the columns it reads (:meth:`select`)."""
         if table not in self._cols:
             if table not in self.tables:
                 self._cols[table] = []
             else:
                 rows = self.query(f'PRAGMA table_xinfo("{table}")')
                 # hidden: 0 ordinary, 1 hidden (virtual tables), 2 / 3 generated (virtual / stored)
-                self._cols[table] = [r[1] for r in rows if len(r) < 7 or r[6] != 1]
+                self._cols[table] = [r[1] for r in rows if len(r) < 7 or r[6] == 0]
         return self._cols[table]
 
     def select(self, table: str, tail: str = "", decode: bool = True) -> tuple[list[str], list[tuple]]:
