@@ -14,9 +14,9 @@ from contextvars import ContextVar
 from typing import Any, Callable
 
 import click
-import orjson
 
 from opgraph import __version__
+from opgraph.emit import emit_json  # noqa: F401  (re-exported: the commands print through it)
 from opgraph.errors import OpgraphInputError
 from opgraph.json_option import json_flag, output_entry, outputs_doc
 from opgraph.table_options import TableFiles, table_file_options, write_frames
@@ -160,15 +160,6 @@ def _add_rank_option(cmd: click.Command) -> None:
             _RANK.reset(token)
 
     cmd.callback = callback
-
-
-def emit_json(doc: Any, schema: str | None = None) -> None:
-    """Print ``doc`` as JSON (validated against ``schemas/<schema>`` when given)."""
-    if schema:
-        from opgraph.schemas_util import validate
-        validate(doc, schema)
-    click.echo(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
-                            | orjson.OPT_SERIALIZE_NUMPY).decode())
 
 
 def emit_result(input: str, tables: dict[str, Any], files: TableFiles | None, as_json: bool,

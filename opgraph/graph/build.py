@@ -69,12 +69,12 @@ def build_graph(table: EventTable, step: Step = _noop) -> nx.DiGraph:
         source description, device properties, the canonical ``events`` table, the trace
         ``span_ns`` and the trace-health list ``health``.
     """
-    from opgraph.graph.io import _rebuild_digraph
+    from opgraph.graph.payload import payload_to_digraph
 
     was = gc.isenabled()
     gc.disable()
     try:
-        return _rebuild_digraph(build_payload(table, step))
+        return payload_to_digraph(build_payload(table, step))
     finally:
         if was:
             gc.enable()
@@ -82,7 +82,7 @@ def build_graph(table: EventTable, step: Step = _noop) -> nx.DiGraph:
 
 def build_payload(table: EventTable, step: Step = _noop) -> dict[str, Any]:
     """The graph of ``table`` in column form (what ``.gpickle`` files hold); turn it into a
-    ``DiGraph`` with :func:`opgraph.graph.io.graph_from_payload`. ``opgraph build`` saves it
+    ``DiGraph`` with :func:`opgraph.graph.payload.payload_to_digraph`. ``opgraph build`` saves it
     directly, without making millions of Python dicts it would only take apart again."""
     if "graph_replay" not in table.meta:  # graph replays -> the ops that captured them (graph/replay.py)
         from opgraph.graph.replay import attach_captures
@@ -604,7 +604,7 @@ def _payload(ev: pd.DataFrame, is_node: np.ndarray, eid: np.ndarray, ts: np.ndar
              device: np.ndarray, stream: np.ndarray, corr: np.ndarray, edges: dict[str, list[Edges]],
              health_dup: Callable[..., None]) -> dict[str, Any]:
     """The graph as columns (the form it is pickled in, see :mod:`opgraph.graph.io`)."""
-    from opgraph.graph.io import PICKLE_MAGIC
+    from opgraph.graph.payload import PICKLE_MAGIC
 
     idx = np.flatnonzero(is_node)
     cols: dict[str, Any] = {

@@ -23,19 +23,17 @@ import orjson
 import pandas as pd
 
 from opgraph.errors import OpgraphInputError
+from opgraph.graph.payload import graph_to_payload, payload_to_digraph
 from opgraph.ingest.table import ALL_KINDS
 from opgraph.outfiles import open_atomic, write_atomic
 
 GRAPH_SUFFIXES = (".gpickle", ".json.gz", ".json")
-_NODE_KEYS = ("kind", "name", "ts", "dur", "pid", "tid", "device", "stream", "correlation",
-              "external_id", "args")  # + "rank" on every node of a multi-rank job graph
-PICKLE_MAGIC = "opgraph-columns-v1"
 
 
 # --------------------------------------------------------------------------- pickle
 def graph_from_payload(payload: dict) -> nx.DiGraph:
     """A ``DiGraph`` from its column form (see :func:`opgraph.graph.build.build_payload`)."""
-    return _rebuild_digraph(payload)
+    return payload_to_digraph(payload)
 
 
 class GraphPayload:
@@ -49,110 +47,18 @@ class GraphPayload:
 
 
 def _rebuild_digraph(payload: dict) -> nx.DiGraph:
-    """Inverse of :func:`_reduce_digraph` (allow-listed for unpickling)."""
-    if payload.get("magic") != PICKLE_MAGIC:
-        raise ValueError("not an opgraph column payload")
-    G = nx.DiGraph()
-    G.graph.update(payload["graph"])
-    ids = payload["nodes"].tolist()
-    cols = payload["node_cols"]
-    ev = G.graph.get("events")
-    args = ev["args"].to_numpy(dtype=object)[payload["nodes"]].tolist() if ev is not None else [None] * len(ids)
-    kind_u, kind_c = cols["kind"]
-    name_u, name_c = cols["name"]
-    pid_u, pid_c = cols["pid"]
-    tid_u, tid_c = cols["tid"]
-    kinds = kind_u[kind_c].tolist()
-    names = name_u[name_c].tolist()
-    pids = pid_u[pid_c].tolist()
-    tids = tid_u[tid_c].tolist()
-    if "rank" in cols:  # a multi-rank job graph (docs/multirank.md): every node has its rank
-        G._node.update(zip(ids, [
-            {"kind": k, "name": n, "ts": t, "dur": d, "pid": p, "tid": ti, "device": dv, "stream": st,
-             "correlation": c, "external_id": x, "args": a, "rank": r}
-            for k, n, t, d, p, ti, dv, st, c, x, a, r in zip(
-                kinds, names, cols["ts"].tolist(), cols["dur"].tolist(), pids, tids, cols["device"].tolist(),
-                cols["stream"].tolist(), cols["correlation"].tolist(), cols["external_id"].tolist(), args,
-                cols["rank"].tolist())]))
-    else:
-        G._node.update(zip(ids, [
-            {"kind": k, "name": n, "ts": t, "dur": d, "pid": p, "tid": ti, "device": dv, "stream": st,
-             "correlation": c, "external_id": x, "args": a}
-            for k, n, t, d, p, ti, dv, st, c, x, a in zip(
-                kinds, names, cols["ts"].tolist(), cols["dur"].tolist(), pids, tids, cols["device"].tolist(),
-                cols["stream"].tolist(), cols["correlation"].tolist(), cols["external_id"].tolist(), args)]))
-    G._succ.update({n: {} for n in ids})
-    G._pred.update({n: {} for n in ids})
-    succ, pred = G._succ, G._pred
-    ekinds_u, ekinds_c = payload["edge_kind"]
-    src = payload["src"].tolist()
-    dst = payload["dst"].tolist()
-    ek = ekinds_u[ekinds_c].tolist()
-    extra = payload["edge_extra"]  # {position: {attr: value}}
-    for j, (u, v, k) in enumerate(zip(src, dst, ek)):
-        d = {"kind": k}
-        succ[u][v] = d
-        pred[v][u] = d
-    for j, attrs in extra.items():
-        succ[src[j]][dst[j]].update(attrs)
-    return G
-
-
-def _factorize(values: list) -> tuple[np.ndarray, np.ndarray]:
-    codes, uniques = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=False)
-    return np.asarray(uniques, dtype=object), codes.astype(np.int32)
-
-
-def _columnar(G: nx.DiGraph) -> dict | None:
-    """Column payload of an opgraph-built graph, or None when the graph has other shapes
-    (then it pickles the ordinary way)."""
-    ev = G.graph.get("events")
-    if not isinstance(ev, pd.DataFrame) or "args" not in ev:
-        return None
-    nodes = list(G._node)
-    attrs = list(G._node.values())
-    if not all(type(n) is int for n in nodes):
-        return None
-    has_rank = bool(attrs) and "rank" in attrs[0]
-    n_keys = len(_NODE_KEYS) + (1 if has_rank else 0)
-    if any(len(d) != n_keys for d in attrs):
-        return None
-    try:
-        node_arr = np.array(nodes, dtype=np.int64)
-        args_col = ev["args"].to_numpy(dtype=object)[node_arr]
-        if not all(d["args"] is a for d, a in zip(attrs, args_col)):
-            return None
-        cols: dict[str, Any] = {}
-        for k in ("ts", "dur", "device", "stream", "correlation", "external_id") + (("rank",) if has_rank else ()):
-            cols[k] = np.array([d[k] for d in attrs], dtype=np.int64)
-        for k in ("kind", "name", "pid", "tid"):
-            cols[k] = _factorize([d[k] for d in attrs])
-    except (KeyError, TypeError, ValueError, OverflowError, IndexError):
-        return None
-    succ = G._succ
-    src = [u for u, nbrs in succ.items() for _v in nbrs]
-    dst = [v for nbrs in succ.values() for v in nbrs]
-    dl = [d for nbrs in succ.values() for d in nbrs.values()]
-    ek = [d.get("kind") for d in dl]
-    if not {str}.issuperset(map(type, ek)):  # edges without a (string) kind: pickle the ordinary way
-        return None
-    lens = np.fromiter(map(len, dl), dtype=np.int64, count=len(dl))
-    extra = {}
-    for j in np.flatnonzero(lens != 1).tolist():
-        extra[j] = {k: val for k, val in dl[j].items() if k != "kind"}
-    graph = dict(G.graph)
-    return {"magic": PICKLE_MAGIC, "graph": graph, "nodes": node_arr, "node_cols": cols,
-            "src": np.array(src, dtype=np.int64), "dst": np.array(dst, dtype=np.int64),
-            "edge_kind": _factorize(ek), "edge_extra": extra}
+    """The function a ``.gpickle`` names to rebuild its graph (allow-listed for unpickling;
+    its module and name are part of the file format, so it stays here)."""
+    return payload_to_digraph(payload)
 
 
 class GraphPickler(pickle.Pickler):
     """The pickler of ``.gpickle`` files: an opgraph-built ``DiGraph`` is written in its
-    column form (:func:`_columnar`), any other object the ordinary way."""
+    column form (:func:`opgraph.graph.payload.graph_to_payload`), any other object the ordinary way."""
 
     def reducer_override(self, obj: Any) -> Any:
         if type(obj) is nx.DiGraph:
-            payload = _columnar(obj)
+            payload = graph_to_payload(obj)
             if payload is not None:
                 return _rebuild_digraph, (payload,)
             # the ordinary way, without the views networkx caches in __dict__ (G.nodes,

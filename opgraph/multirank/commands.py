@@ -85,12 +85,12 @@ def summary_command(inputs: list[str], workers: int | None, scheduler: str | Non
                                       progress=progress, fn=rank_result)
     doc = summary_doc(results, skipped)
     if as_json:
-        from opgraph.cli import emit_json
+        from opgraph.emit import emit_json
         emit_json(doc, "multirank-summary.schema.json")
         return
     from rich.table import Table
 
-    from opgraph.cli import _console
+    from opgraph.export.console import make_console
 
     t = Table(title=f"{len(doc['ranks'])} ranks (clock offsets relative to rank {doc['reference_rank']})",
               title_justify="left")
@@ -104,7 +104,7 @@ def summary_command(inputs: list[str], workers: int | None, scheduler: str | Non
                   f"{r['gpu_busy_us']:,.1f}", f"{r['gpu_busy_pct']:.1f}", f"{r['gpu_idle_us']:,.1f}",
                   f"{r['comm_busy_us']:,.1f}", str(r["collectives"]), f"{r['clock_offset_us']:,.3f}",
                   f"{r['residual_us']:,.3f}", os.path.basename(str(r["file"])))
-    con = _console()
+    con = make_console()
     con.print(t)
     c = doc["collectives"]
     con.print(f"collectives: {c['matched']} matched across ranks, {c['unmatched_kernels']} kernels unmatched"

@@ -182,7 +182,7 @@ def merge_results(results: list[RankResult]) -> dict[str, Any]:
     """Merge per-rank results into one job payload (contract in docs/multirank.md).
 
     Frees each rank's payload as it is merged."""
-    from opgraph.graph.io import PICKLE_MAGIC
+    from opgraph.graph.payload import PICKLE_MAGIC
 
     check_ranks([(r.rank, r.file) for r in results])
     results = sorted(results, key=lambda r: int(r.rank))  # type: ignore[arg-type]

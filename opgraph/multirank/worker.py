@@ -288,14 +288,15 @@ def rank_result(path: str, keep_full: bool | frozenset[int]) -> RankResult:
     import networkx as nx
 
     from opgraph.graph.build import build_payload
-    from opgraph.graph.io import _columnar, read_input
+    from opgraph.graph.io import read_input
+    from opgraph.graph.payload import graph_to_payload
 
     was = gc.isenabled()
     gc.disable()
     try:
         got = read_input(path)
         if isinstance(got, nx.DiGraph):
-            payload = _columnar(got)
+            payload = graph_to_payload(got)
             if payload is None:
                 raise OpgraphInputError(path, "saved graph is not a single-rank opgraph graph")
             if "rank" in payload["node_cols"]:
