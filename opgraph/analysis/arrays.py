@@ -14,10 +14,8 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
+from opgraph.graph.linking import COMM_KERNEL_PATTERN  # noqa: F401  (re-exported: communication kernel names)
 from opgraph.ingest.table import DEVICE_ACTIVITY_KINDS, HOST_KINDS
-
-#: Names of collective-communication kernels (NCCL, RCCL, ...).
-COMM_KERNEL_PATTERN = r"(?i)nccl|rccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|sendrecv|c10d"
 
 
 @dataclass

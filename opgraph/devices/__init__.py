@@ -135,7 +135,7 @@ def peak_dtype_key(dtype: str) -> str | None:
     key = _KEY_ALIASES.get(s.lower())
     if key:
         return key
-    from opgraph.analysis.flops import dtype_info
+    from opgraph.dtypes import dtype_info
 
     info = dtype_info(dtype)
     canon = info[0] if info else s.lower()

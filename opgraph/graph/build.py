@@ -545,7 +545,7 @@ def infer_stream_joins(act: np.ndarray, names: np.ndarray, dkey: np.ndarray, dev
     kernel of the same device on another stream ended at most :data:`JOIN_MAX_GAP_NS`
     before ``x`` started and after ``x``'s launch call began. The latest such collective
     is taken: an ``event_wait`` edge ``collective -> x`` with ``inferred=True``."""
-    from opgraph.analysis.arrays import COMM_KERNEL_PATTERN
+    from opgraph.graph.linking import COMM_KERNEL_PATTERN
 
     empty = Edges(np.empty(0, np.int64), np.empty(0, np.int64), {"inferred": np.empty(0, dtype=bool)})
     if not len(act):

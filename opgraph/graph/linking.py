@@ -13,6 +13,9 @@ import numpy as np
 import pandas as pd
 
 
+#: Communication kernels (NCCL / RCCL / c10d) by name: a regular expression searched in kernel
+#: names (case-insensitive).
+COMM_KERNEL_PATTERN = r"(?i)nccl|rccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|sendrecv|c10d"
 #: Runtime APIs that enqueue device work (CUDA, driver, HIP).
 LAUNCH_API_RE = re.compile(
     r"^(cuda|hip|cu)(LaunchKernel|LaunchKernelExC|LaunchKernelEx|LaunchCooperativeKernel|"

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from opgraph.analysis.arrays import COMM_KERNEL_PATTERN
+from opgraph.graph.linking import COMM_KERNEL_PATTERN
 from opgraph.analysis.windows import WindowColumns, select_windows
 from opgraph.errors import OpgraphInputError
 from opgraph.ingest.table import DEVICE_ACTIVITY_KINDS, NONE_ID
