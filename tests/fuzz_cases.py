@@ -394,19 +394,14 @@ def kineto_link_cases() -> list[Case]:
         doc["traceEvents"][_first(doc, "kernel")]["args"]["correlation"] = 987654
     out.append(_kineto_case("kernel correlation with no runtime call", dangling_corr))
 
-    def dup_runtime_corr(doc: dict) -> None:
-        ev = doc["traceEvents"]
-        rts = [e for e in ev if e.get("cat") == "cuda_runtime"]
-        for e in rts:
-            e["args"]["correlation"] = rts[0]["args"]["correlation"]
-    out.append(_kineto_case("every runtime call shares one correlation id", dup_runtime_corr))
-
-    def dup_kernel_corr(doc: dict) -> None:
-        ev = doc["traceEvents"]
-        ks = [e for e in ev if e.get("cat") == "kernel"]
-        for e in ks:
-            e["args"]["correlation"] = ks[0]["args"]["correlation"]
-    out.append(_kineto_case("every kernel shares one correlation id", dup_kernel_corr))
+    def share_corr(cat: str) -> Callable[[dict], None]:
+        def mutate(doc: dict) -> None:
+            evs = [e for e in doc["traceEvents"] if e.get("cat") == cat]
+            for e in evs:
+                e["args"]["correlation"] = evs[0]["args"]["correlation"]
+        return mutate
+    out.append(_kineto_case("every runtime call shares one correlation id", share_corr("cuda_runtime")))
+    out.append(_kineto_case("every kernel shares one correlation id", share_corr("kernel")))
 
     def corr_zero(doc: dict) -> None:
         for e in doc["traceEvents"]:

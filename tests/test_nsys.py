@@ -286,26 +286,32 @@ def test_graph_trace_and_absent_tables(tmp_path: Path) -> None:
     assert preds == ["cudaGraphLaunch"]
 
 
-def test_sqlite_generated_column_does_not_shift_values(tmp_path) -> None:
-    """Audit #21: a table with a leading generated column (left out by PRAGMA table_info,
-    returned by SELECT *) must read exactly as the same table without it."""
+def _rebuild_kernel_table(p, first: str | None = None, last: str | None = None) -> None:
+    """Rebuild the kernel table of the SQLite export ``p`` with an extra column declared
+    ``first`` (before the others) or ``last`` (after them), keeping every row."""
     import sqlite3
 
-    from opgraph.ingest import read_trace
-    from opgraph.testing.synth_nsys import write_fixtures
-
-    p = write_fixtures(tmp_path)["sqlite"]
-    want = read_trace(p).events
     con = sqlite3.connect(p)
     t = "CUPTI_ACTIVITY_KIND_KERNEL"
-    cols = [r[1] for r in con.execute(f'PRAGMA table_info("{t}")')]
-    decl = ", ".join(f'"{c}"' for c in cols)
-    con.execute(f'CREATE TABLE K2 (gen INTEGER GENERATED ALWAYS AS (5000109000) VIRTUAL, {decl})')
+    decl = ", ".join(f'"{r[1]}"' for r in con.execute(f'PRAGMA table_info("{t}")'))
+    cols = ", ".join(x for x in (first, decl, last) if x)
+    con.execute(f"CREATE TABLE K2 ({cols})")
     con.execute(f'INSERT INTO K2 ({decl}) SELECT {decl} FROM "{t}"')
     con.execute(f'DROP TABLE "{t}"')
     con.execute(f'ALTER TABLE K2 RENAME TO "{t}"')
     con.commit()
     con.close()
+
+
+def test_sqlite_generated_column_does_not_shift_values(tmp_path) -> None:
+    """Audit #21: a table with a leading generated column (left out by PRAGMA table_info,
+    returned by SELECT *) must read exactly as the same table without it."""
+    from opgraph.ingest import read_trace
+    from opgraph.testing.synth_nsys import write_fixtures
+
+    p = write_fixtures(tmp_path)["sqlite"]
+    want = read_trace(p).events
+    _rebuild_kernel_table(p, first="gen INTEGER GENERATED ALWAYS AS (5000109000) VIRTUAL")
     got = read_trace(p).events
     k = want["kind"] == "kernel"
     assert k.any()
@@ -316,23 +322,13 @@ def test_sqlite_generated_column_does_not_shift_values(tmp_path) -> None:
 def test_sqlite_virtual_zeroblob_column_is_not_read(tmp_path) -> None:
     """Audit #16: a small export whose kernel table has a VIRTUAL generated column
     ``zeroblob(900000000)`` asked for 3.5 GB; generated columns are never read."""
-    import sqlite3
     import tracemalloc
 
     from opgraph.ingest import read_trace
     from opgraph.testing.synth_nsys import write_fixtures
 
     p = write_fixtures(tmp_path)["sqlite"]
-    con = sqlite3.connect(p)
-    t = "CUPTI_ACTIVITY_KIND_KERNEL"
-    cols = [r[1] for r in con.execute(f'PRAGMA table_info("{t}")')]
-    decl = ", ".join(f'"{c}"' for c in cols)
-    con.execute(f'CREATE TABLE K2 ({decl}, big BLOB GENERATED ALWAYS AS (zeroblob(900000000)) VIRTUAL)')
-    con.execute(f'INSERT INTO K2 ({decl}) SELECT {decl} FROM "{t}"')
-    con.execute(f'DROP TABLE "{t}"')
-    con.execute(f'ALTER TABLE K2 RENAME TO "{t}"')
-    con.commit()
-    con.close()
+    _rebuild_kernel_table(p, last="big BLOB GENERATED ALWAYS AS (zeroblob(900000000)) VIRTUAL")
     assert p.stat().st_size < 1 << 20
     tracemalloc.start()
     try:
