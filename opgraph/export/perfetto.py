@@ -454,11 +454,9 @@ def activity_counters(arr: GraphArrays, ev: pd.DataFrame) -> list[dict[str, Any]
     if not len(acts):
         return []
     pids = _device_pid(ev, acts)
-    kinds = arr.kind[acts["pos"].to_numpy()]
-    names = pd.Series(arr.name[acts["pos"].to_numpy()], dtype=object).fillna("").astype(str)
-    codes, uniq = pd.factorize(names)
-    rx = re.compile(COMM_KERNEL_PATTERN)
-    comm = np.array([bool(rx.search(u)) for u in uniq], dtype=bool)[codes]
+    pos = acts["pos"].to_numpy()
+    kinds = arr.kind[pos]
+    comm = arr.names_match(re.compile(COMM_KERNEL_PATTERN))[pos]  # as opgraph overlap classifies them
     mem = np.isin(kinds, ("memcpy", "memset"))
     cls = np.where(mem, 2, np.where(comm, 1, 0))
     dev = acts["device"].to_numpy(np.int64)

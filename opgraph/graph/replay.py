@@ -220,7 +220,8 @@ def _kernel_key(name: Any) -> str:
     return str(name).strip()
 
 
-def attribute_replays(table: EventTable, graphs: list[CapturedGraph]) -> dict[str, Any]:
+def attribute_replays(table: EventTable, graphs: list[CapturedGraph],
+                      replays: list[tuple[int, np.ndarray]] | None = None) -> dict[str, Any]:
     """Map the replayed activities of ``table`` to the ops that captured them (module
     docstring, steps 2-3).
 
@@ -239,7 +240,7 @@ def attribute_replays(table: EventTable, graphs: list[CapturedGraph]) -> dict[st
     kind = ev["kind"].to_numpy(dtype=object)
     eid = ev["eid"].to_numpy(np.int64)
     stream = ev["stream"].to_numpy(np.int64)
-    reps = _replays(table)
+    reps = _replays(table) if replays is None else replays
     chain_ids: dict[tuple[str, ...], int] = {}
     ann_ids: dict[str, int] = {}
     cols: dict[str, list[Any]] = {k: [] for k in ("eid", "chain", "annotation", "capture", "node", "evidence")}
@@ -312,13 +313,13 @@ def attach_captures(table: EventTable, capture_tables: list[EventTable]) -> dict
     """Attribute the graph replays of ``table`` using the captures it holds itself and those
     in ``capture_tables``; the result goes to ``table.meta['graph_replay']`` (and from there to
     ``G.graph['graph_replay']``). None (and nothing stored) when the trace replays no graph."""
-    reps_exist = bool(_replays(table))
-    if not reps_exist:
+    reps = _replays(table)
+    if not reps:
         return None
     graphs = captured_graphs(table)
     for ct in capture_tables:
         graphs.extend(captured_graphs(ct))
-    doc = attribute_replays(table, graphs)
+    doc = attribute_replays(table, graphs, reps)
     table.meta["graph_replay"] = doc
     if doc["unmapped"]:
         why = ("no capture of these graphs is in the trace; pass the trace that recorded the capture with "
