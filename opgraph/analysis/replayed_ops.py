@@ -25,8 +25,10 @@ UNMAPPED_PREFIX = "(graph replay)"
 
 
 def chain_op(chain: tuple[str, ...], module_markers: Iterable[str]) -> str | None:
-    """The outermost name of ``chain`` (outermost first) that is not a module marker; the
-    innermost name when all are; None for an empty chain."""
+    """The outermost name of ``chain`` (outermost first) that is not a module marker (the
+    rule of :func:`opgraph.analysis.breakdown.outermost_ops`); where every name is a module
+    range, the innermost one (``outermost_ops`` would give no op; a replayed kernel keeps the
+    nearest name it was captured under instead); None for an empty chain."""
     ms = tuple(m for m in module_markers if m)
     for name in chain:
         if not (ms and name.startswith(ms)):
@@ -52,11 +54,15 @@ def replayed_ops(f: GraphFrame, act: np.ndarray, module_markers: Iterable[str]) 
     mapped = np.zeros(n, dtype=bool)
     if not replayed.any():
         return replayed, mapped, label
-    m = replay_map(f.G.graph)
+    m, chains, anns = replay_map(f.G.graph)
     markers = tuple(module_markers)
     if len(m):
-        ops = pd.Series([chain_op(c, markers) or a for c, a in zip(m["chain"], m["annotation"])],
-                        index=m["eid"].to_numpy(np.int64), dtype=object)
+        # one label per distinct (chain, annotation) pair, not per activity
+        pair = m["chain"].to_numpy(np.int64) * (len(anns) + 1) + m["annotation"].to_numpy(np.int64) + 1
+        codes, uniq = pd.factorize(pair)
+        names = [chain_op(chains[u // (len(anns) + 1)], markers)
+                 or (anns[u % (len(anns) + 1) - 1] if u % (len(anns) + 1) else None) for u in uniq.tolist()]
+        ops = pd.Series(np.asarray(names, dtype=object)[codes], index=m["eid"].to_numpy(np.int64), dtype=object)
         ops = ops[~ops.index.duplicated()]
         got = ops.reindex(f.node[act[replayed]]).to_numpy(dtype=object)
         ok = pd.notna(got)

@@ -210,14 +210,15 @@ def replay_args(G: nx.DiGraph) -> dict[int, dict[str, Any]]:
     when any) and ``opgraph.capture_evidence``."""
     from opgraph.graph.replay import replay_map
 
-    m = replay_map(G.graph)
-    out: dict[int, dict[str, Any]] = {}
+    m, chains, anns = replay_map(G.graph)
     k_op, k_ann, k_ev = ARG_PREFIX + "captured_op", ARG_PREFIX + "capture_annotation", ARG_PREFIX + "capture_evidence"
-    for e, ch, an, evd in zip(m["eid"].tolist(), m["chain"].tolist(), m["annotation"].tolist(),
-                              m["evidence"].tolist()):
-        d = {k_op: " > ".join(ch), k_ev: evd}
-        if an is not None:
-            d[k_ann] = an
+    joined = [" > ".join(c) for c in chains]  # once per distinct chain
+    out: dict[int, dict[str, Any]] = {}
+    for e, c, a, evd in zip(m["eid"].tolist(), m["chain"].tolist(), m["annotation"].tolist(),
+                            m["evidence"].tolist()):
+        d = {k_op: joined[c], k_ev: evd}
+        if a >= 0:
+            d[k_ann] = anns[a]
         out[int(e)] = d
     return out
 

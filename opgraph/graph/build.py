@@ -86,7 +86,7 @@ def build_payload(table: EventTable, step: Step = _noop) -> dict[str, Any]:
     directly, without making millions of Python dicts it would only take apart again."""
     if "graph_replay" not in table.meta:  # graph replays -> the ops that captured them (graph/replay.py)
         from opgraph.graph.replay import attach_captures
-        attach_captures(table, [])
+        attach_captures(table)
     ev = table.events
     health: list[HealthItem] = list(table.health)
 

@@ -144,37 +144,47 @@ def captured_graphs(table: EventTable, source: str | None = None) -> list[Captur
     end_calls = rt[_matching_names(names[rt], END_CAPTURE_RE)]
     ts = ev["ts_ns"].to_numpy(np.int64)
     dur = np.maximum(ev["dur_ns"].to_numpy(np.int64), 0)
-    lane_key = ev["pid"].astype(str) + "\x00" + ev["tid"].astype(str)
-    lanes = lane_key.to_numpy(dtype=object)
+    end = ts + dur
+    pid_c, _ = pd.factorize(ev["pid"].astype(str))
+    tid_c, tid_u = pd.factorize(ev["tid"].astype(str))
+    lanes = pid_c.astype(np.int64) * (len(tid_u) + 1) + tid_c  # one integer per (pid, tid)
     corr = ev["correlation"].to_numpy(np.int64)
+    args = ev["args"].to_numpy(dtype=object)
     # launch calls whose activity ran were not captured
     act = np.isin(kind, ("kernel", "memcpy", "memset"))
-    ran = set(corr[act & (corr >= 0)].tolist())
     launches = rt[_matching_names(names[rt], CAPTURED_LAUNCH_RE)]
+    launches = launches[~np.isin(corr[launches], corr[act & (corr >= 0)])]
     host = np.flatnonzero(np.isin(kind, ("cpu_op", "annotation")))
+    cap_lanes = np.unique(lanes[begin])
+    # per capturing lane, its end calls, launches and host ranges (sorted by start)
+    per_lane = {}
+    for ln in cap_lanes.tolist():
+        def on(ix: np.ndarray) -> np.ndarray:
+            ix = ix[lanes[ix] == ln]
+            return ix[np.lexsort((ix, ts[ix]))]
+        per_lane[ln] = (on(end_calls), on(launches), on(host))
     out: list[CapturedGraph] = []
     for b in sorted(begin.tolist(), key=lambda i: (int(ts[i]), i)):
-        lane = lanes[b]
-        ends = [e for e in end_calls.tolist() if lanes[e] == lane and ts[e] >= ts[b] + dur[b]]
-        if not ends:
+        ends_l, launch_l, host_l = per_lane[int(lanes[b])]
+        k = np.searchsorted(ts[ends_l], end[b], side="left")
+        if k >= len(ends_l):
             continue
-        e = min(ends, key=lambda i: (int(ts[i]), i))
-        w0, w1 = int(ts[b] + dur[b]), int(ts[e])
-        sel = launches[(lanes[launches] == lane) & (ts[launches] >= w0) & (ts[launches] + dur[launches] <= w1)]
-        sel = sel[~np.isin(corr[sel], list(ran))] if ran else sel
-        sel = sel[np.lexsort((sel, ts[sel]))]
-        hsel = host[(lanes[host] == lane) & (ts[host] <= w1) & (ts[host] + dur[host] >= w0)]
-        hr = pd.DataFrame({"pos": hsel, "ts": ts[hsel], "end": ts[hsel] + dur[hsel]})
+        e = int(ends_l[k])
+        w0, w1 = int(end[b]), int(ts[e])
+        lo, hi = np.searchsorted(ts[launch_l], [w0, w1], side="left").tolist()
+        sel = launch_l[lo:hi]
+        sel = sel[end[sel] <= w1]
+        # host ranges overlapping the window (starts at or before its end)
+        hsel = host_l[:np.searchsorted(ts[host_l], w1, side="right")]
+        hsel = hsel[end[hsel] >= w0]
+        hr = pd.DataFrame({"pos": hsel, "ts": ts[hsel], "end": end[hsel]})
         hr = hr.sort_values(["ts", "end"], ascending=[True, False], kind="stable").reset_index(drop=True)
-        wrap = host[(lanes[host] == lane) & (ts[host] <= ts[b]) & (ts[host] + dur[host] >= ts[e] + dur[e])]
-        label = None
+        wrap = hsel[(ts[hsel] <= ts[b]) & (end[hsel] >= end[e])]
         ann = [i for i in wrap.tolist() if kind[i] == "annotation"]
-        if ann:
-            label = str(names[max(ann, key=lambda i: (int(ts[i]), -int(dur[i])))])
+        label = str(names[max(ann, key=lambda i: (int(ts[i]), -int(dur[i])))]) if ann else None
         g = CapturedGraph(src, w0, w1, label)
-        encl = _enclosing(hr, pd.DataFrame({"ts": ts[sel], "end": ts[sel] + dur[sel]}))
+        encl = _enclosing(hr, pd.DataFrame({"ts": ts[sel], "end": end[sel]}))
         hpos = hr["pos"].to_numpy(np.int64)
-        args = ev["args"].to_numpy(dtype=object)
         for i, rows in zip(sel.tolist(), encl):
             a = args[i] if isinstance(args[i], dict) else {}
             kn = a.get("kernel")
@@ -220,6 +230,20 @@ def _kernel_key(name: Any) -> str:
     return str(name).strip()
 
 
+def _best_named_graph(rkeys: list[tuple[str, int]], keyed: list[dict[tuple[str, int], int] | None],
+                      graphs: list[CapturedGraph]) -> tuple[int, int]:
+    """(captured graph, matches) with the most (name, occurrence) matches for ``rkeys``;
+    (-1, 0) when none matches, or when graphs tied at the most matches would give the
+    replay different ops (which one ran cannot be told from the names)."""
+    hits = [sum(1 for k in rkeys if k in d) if d is not None else 0 for d in keyed]
+    top = max(hits, default=0)
+    if top == 0:
+        return -1, 0
+    tied = [gi for gi, h in enumerate(hits) if h == top]
+    ops = {tuple(graphs[gi].chains[keyed[gi][k]] for k in rkeys if k in keyed[gi]) for gi in tied}  # type: ignore[index]
+    return (tied[0], top) if len(ops) == 1 else (-1, 0)
+
+
 def attribute_replays(table: EventTable, graphs: list[CapturedGraph],
                       replays: list[tuple[int, np.ndarray]] | None = None) -> dict[str, Any]:
     """Map the replayed activities of ``table`` to the ops that captured them (module
@@ -259,6 +283,7 @@ def attribute_replays(table: EventTable, graphs: list[CapturedGraph],
             seen[key] += 1
         keyed.append(d)
     n_act = 0
+    best_of: dict[tuple, tuple[int, int]] = {}
     for _call, acts in reps:
         n_act += len(acts)
         if not len(acts) or not graphs:
@@ -269,13 +294,10 @@ def attribute_replays(table: EventTable, graphs: list[CapturedGraph],
             key = _kernel_key(names[p]) if kind[p] == "kernel" else f"({kind[p]})"
             rkeys.append((key, seen[key]))
             seen[key] += 1
-        best, best_hits = -1, 0
-        for gi, d in enumerate(keyed):
-            if d is None:
-                continue
-            hits = sum(1 for k in rkeys if k in d)
-            if hits > best_hits:
-                best, best_hits = gi, hits
+        tk = tuple(rkeys)
+        if tk not in best_of:  # replays of one graph repeat the same keys: score them once
+            best_of[tk] = _best_named_graph(rkeys, keyed, graphs)
+        best, best_hits = best_of[tk]
         pairs: list[tuple[int, int, int, str]] = []
         if best >= 0 and best_hits >= MIN_NAME_MATCH * len(acts):
             d = keyed[best]
@@ -309,23 +331,24 @@ def attribute_replays(table: EventTable, graphs: list[CapturedGraph],
     }
 
 
-def attach_captures(table: EventTable, capture_tables: list[EventTable]) -> dict[str, Any] | None:
-    """Attribute the graph replays of ``table`` using the captures it holds itself and those
-    in ``capture_tables``; the result goes to ``table.meta['graph_replay']`` (and from there to
-    ``G.graph['graph_replay']``). None (and nothing stored) when the trace replays no graph."""
+def attach_captures(table: EventTable, extra: list[CapturedGraph] | None = None) -> dict[str, Any] | None:
+    """Attribute the graph replays of ``table`` using the captures it holds itself and the
+    graphs ``extra`` (captured in other traces); the result goes to
+    ``table.meta['graph_replay']`` (and from there to ``G.graph['graph_replay']``), None when
+    the trace replays no graph (stored too, so the build does not look again)."""
     reps = _replays(table)
     if not reps:
+        table.meta["graph_replay"] = None
         return None
-    graphs = captured_graphs(table)
-    for ct in capture_tables:
-        graphs.extend(captured_graphs(ct))
+    graphs = captured_graphs(table) + list(extra or [])
     doc = attribute_replays(table, graphs, reps)
     table.meta["graph_replay"] = doc
     if doc["unmapped"]:
         why = ("no capture of these graphs is in the trace; pass the trace that recorded the capture with "
                "`opgraph build --capture FILE`" if not graphs else
-               "no captured graph matched them (names differ; or the capture recorded no kernel names and the "
-               "replay ran on several streams, or several captured graphs fit by position)")
+               "no captured graph matched them (names differ or fit several captured graphs with different "
+               "ops; or the capture recorded no kernel names and the replay ran on several streams, or several "
+               "captured graphs fit by position)")
         table.warn("graph_replay_unmapped", doc["unmapped"], None,
                    f"graph-replay activities not mapped to the ops that captured them: {why}; they are named by "
                    "their kernel's category")
@@ -333,19 +356,18 @@ def attach_captures(table: EventTable, capture_tables: list[EventTable]) -> dict
 
 
 def attach_capture_files(table: EventTable, paths: list[str]) -> dict[str, Any] | None:
-    """Read each capture trace in ``paths`` and :func:`attach_captures` them to ``table``."""
+    """Read each capture trace in ``paths`` and :func:`attach_captures` its graphs to ``table``."""
     from opgraph.errors import OpgraphInputError
     from opgraph.ingest import read_trace
 
-    tables = []
+    graphs: list[CapturedGraph] = []
     for p in paths:
-        t = read_trace(p)
-        if not captured_graphs(t, p):
+        got = captured_graphs(read_trace(p), p)
+        if not got:
             raise OpgraphInputError(p, "--capture: no graph capture in this trace (no cudaStreamBeginCapture/"
                                        "hipStreamBeginCapture ... EndCapture pair)")
-        t.meta["file"] = p
-        tables.append(t)
-    return attach_captures(table, tables)
+        graphs += got
+    return attach_captures(table, graphs)
 
 
 def report_line(doc: dict[str, Any] | None) -> str:
@@ -357,21 +379,17 @@ def report_line(doc: dict[str, Any] | None) -> str:
             f"mapped to the ops that captured them ({pct:.1f}%) from {len(doc['captures'])} captured graph(s)")
 
 
-def replay_map(graph_attrs: dict[str, Any]) -> pd.DataFrame:
-    """``G.graph['graph_replay']['map']`` as a DataFrame with the chain (tuple of op names,
-    outermost first) and annotation resolved; empty when the graph has none."""
+def replay_map(graph_attrs: dict[str, Any]) -> tuple[pd.DataFrame, list[tuple[str, ...]], list[str]]:
+    """``G.graph['graph_replay']``'s map as ``(rows, chains, annotations)``: ``rows`` has the
+    columns ``eid``, ``chain`` and ``annotation`` (indexes into ``chains``, op names
+    outermost first, and ``annotations``; -1 for none), ``capture``, ``node`` and
+    ``evidence``; empty when the graph has none. Callers resolve each distinct chain once."""
     doc = graph_attrs.get("graph_replay")
     cols = ["eid", "chain", "annotation", "capture", "node", "evidence"]
     if not isinstance(doc, dict) or not isinstance(doc.get("map"), dict):
-        return pd.DataFrame({c: [] for c in cols})
-    m = pd.DataFrame(doc["map"])
-    chains = [tuple(c) for c in doc.get("chains", [])]
-    anns = list(doc.get("annotations", []))
-    if len(m):
-        m["chain"] = [chains[i] if 0 <= i < len(chains) else () for i in m["chain"].tolist()]
-        m["annotation"] = pd.Series([anns[i] if 0 <= i < len(anns) else None for i in m["annotation"].tolist()],
-                                    index=m.index, dtype=object)
-    return m
+        return pd.DataFrame({c: [] for c in cols}), [], []
+    return (pd.DataFrame(doc["map"], columns=cols), [tuple(c) for c in doc.get("chains", [])],
+            [str(a) for a in doc.get("annotations", [])])
 
 
 def is_graph_launch(names: np.ndarray) -> np.ndarray:
