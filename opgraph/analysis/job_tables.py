@@ -15,7 +15,9 @@ For a collective ``c`` with kernels ``k_r`` on ranks ``r`` (start ``s_r``, end `
 
 * ``skew_us = max_r s_r − min_r s_r``;
 * ``comm_us = max_r e_r − max_r s_r``;
-* ``wait_us`` (per rank) ``= max_r' s_r' − s_r``;
+* ``wait_us`` (per rank) ``= clamp(max_r' s_r' − s_r, 0, e_r − s_r)`` and ``last_rank`` the
+  latest arrival (lowest rank on ties): the definitions of :mod:`opgraph.analysis.stragglers`
+  (``kernel_waits``, ``per_collective``), which this builds on;
 * ``algbw = S / comm``, ``busbw = algbw × factor(n)`` with the message size ``S`` and group
   size ``n`` of the collective record (:mod:`opgraph.analysis.collectives`; the ranks must
   agree on ``S``, else the row says ``size_mismatch``).
@@ -32,6 +34,7 @@ import pandas as pd
 
 from opgraph.analysis.collectives import BUSBW_FACTOR, collectives
 from opgraph.analysis.display import TableResult, json_records
+from opgraph.analysis.stragglers import kernel_waits, per_collective
 
 #: Columns of :func:`job_collectives`'s ``collectives`` table.
 COLUMNS: tuple[str, ...] = ("coll_id", "collective", "ranks", "group_size", "dtype", "message_bytes",
@@ -100,38 +103,45 @@ def job_collectives(G: nx.DiGraph, rank_graph: RankGraph) -> JobCollectives:
                                        "group_size": k["group_size"].to_numpy(object),
                                        "dtype": k["dtype"].to_numpy(object),
                                        "message_bytes": k["message_bytes"].to_numpy(object)}))
-    c = coll[coll["coll_id"] >= 0][["coll_id", "rank", "node", "coll", "ts", "end"]].copy()
+    waits = kernel_waits(coll)  # matched rows, last arrival, clamped waits (the stragglers definitions)
+    pc = per_collective(coll, waits)
+    # message size, dtype and group of each collective, from its ranks' collective records
     if sizes:
-        c = c.merge(pd.concat(sizes, ignore_index=True), on=["rank", "node"], how="left")
+        rec = waits[["coll_id", "rank", "node"]].merge(pd.concat(sizes, ignore_index=True), on=["rank", "node"],
+                                                         how="inner")
     else:
-        for col in ("collective", "group_size", "dtype", "message_bytes"):
-            c[col] = None
-    rows = []
-    per = []
-    for cid, g in c.groupby("coll_id", sort=True):
-        s, e = g["ts"].to_numpy(np.int64), g["end"].to_numpy(np.int64)
-        last = int(s.max())
-        comm = int(e.max()) - last
-        b = pd.to_numeric(g["message_bytes"], errors="coerce").dropna()
-        mismatch = bool(b.nunique() > 1)
-        nbytes = int(b.iloc[0]) if len(b) and not mismatch else None
-        kind = next((x for x in g["collective"] if isinstance(x, str)), None) or next(
-            (x for x in g["coll"] if isinstance(x, str) and x), None)
-        gs = pd.to_numeric(g["group_size"], errors="coerce").dropna()
-        n = int(gs.iloc[0]) if len(gs) else int(len(g))
-        alg = nbytes / comm if nbytes is not None and comm > 0 else None
-        fac = BUSBW_FACTOR.get(kind) if kind else None
-        bus = alg * fac(n) if alg is not None and fac is not None and n > 0 else None
-        dt = next((x for x in g["dtype"] if isinstance(x, str)), None)
-        rows.append({"coll_id": int(cid), "collective": kind, "ranks": int(len(g)), "group_size": n, "dtype": dt,
-                     "message_bytes": nbytes, "start_us": float(s.min()) / 1e3, "skew_us": (last - int(s.min())) / 1e3,
-                     "comm_us": comm / 1e3, "total_us": (int(e.max()) - int(s.min())) / 1e3,
-                     "last_rank": int(g["rank"].to_numpy()[int(np.argmax(s))]), "algbw_gbps": alg,
-                     "busbw_gbps": bus, "size_mismatch": mismatch})
-        for r, s_r, e_r in zip(g["rank"].tolist(), s.tolist(), e.tolist()):
-            per.append({"coll_id": int(cid), "rank": int(r), "start_us": s_r / 1e3, "dur_us": (e_r - s_r) / 1e3,
-                        "wait_us": (last - s_r) / 1e3})
-    out = pd.DataFrame(rows, columns=list(COLUMNS))
-    for col in ("collective", "dtype", "message_bytes", "algbw_gbps", "busbw_gbps"):
+        rec = pd.DataFrame({c: pd.Series(dtype=object) for c in
+                            ("coll_id", "collective", "group_size", "dtype", "message_bytes")})
+    rec = rec.assign(message_bytes=pd.to_numeric(rec["message_bytes"], errors="coerce"),
+                     group_size=pd.to_numeric(rec["group_size"], errors="coerce"))
+    g = rec.groupby("coll_id")
+    meta = pd.DataFrame({"collective": g["collective"].first(), "dtype": g["dtype"].first(),
+                         "group_size": g["group_size"].first(), "n_sizes": g["message_bytes"].nunique(),
+                         "message_bytes": g["message_bytes"].first()}).reindex(pc["coll_id"])
+    first_ts, last_ts = pc["first_ts"].to_numpy(np.int64), pc["last_ts"].to_numpy(np.int64)
+    end = pc["end"].to_numpy(np.int64)
+    comm = end - last_ts
+    mismatch = meta["n_sizes"].fillna(0).to_numpy() > 1
+    nbytes = np.where(mismatch, np.nan, meta["message_bytes"].to_numpy(float))
+    n = np.where(meta["group_size"].notna(), meta["group_size"].to_numpy(float), pc["ranks"].to_numpy(float))
+    kind = [k if isinstance(k, str) else (c if isinstance(c, str) and c else None)
+            for k, c in zip(meta["collective"].tolist(), pc["coll"].tolist())]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        alg = np.where(comm > 0, nbytes / np.maximum(comm, 1), np.nan)
+    fac = np.array([BUSBW_FACTOR[k](x) if k in BUSBW_FACTOR and x > 0 else np.nan for k, x in zip(kind, n)],
+                   dtype=float)
+    out = pd.DataFrame({
+        "coll_id": pc["coll_id"].to_numpy(np.int64), "collective": kind, "ranks": pc["ranks"].to_numpy(np.int64),
+        "group_size": n.astype(np.int64), "dtype": meta["dtype"].to_numpy(object),
+        "message_bytes": [None if v != v else int(v) for v in nbytes.tolist()],
+        "start_us": first_ts / 1e3, "skew_us": (last_ts - first_ts) / 1e3, "comm_us": comm / 1e3,
+        "total_us": (end - first_ts) / 1e3, "last_rank": pc["last_rank"].to_numpy(np.int64),
+        "algbw_gbps": alg, "busbw_gbps": alg * fac, "size_mismatch": mismatch}, columns=list(COLUMNS))
+    out = out.sort_values("coll_id", kind="stable").reset_index(drop=True)
+    for col in ("collective", "dtype", "algbw_gbps", "busbw_gbps"):
         out[col] = out[col].astype(object).where(out[col].notna(), None)
-    return JobCollectives(out, pd.DataFrame(per, columns=["coll_id", "rank", "start_us", "dur_us", "wait_us"]))
+    ts = waits["ts"].to_numpy(np.int64)
+    ranks = pd.DataFrame({"coll_id": waits["coll_id"].to_numpy(np.int64), "rank": waits["rank"].to_numpy(np.int64),
+                          "start_us": ts / 1e3, "dur_us": (waits["end"].to_numpy(np.int64) - ts) / 1e3,
+                          "wait_us": waits["wait"].to_numpy(np.int64) / 1e3})
+    return JobCollectives(out, ranks)
