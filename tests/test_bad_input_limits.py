@@ -468,3 +468,20 @@ def test_fifo_as_input_is_refused(tmp_path: Path) -> None:
     from opgraph.export.check import check_chrome_trace
 
     assert "not a regular file" in check_chrome_trace(f)[0]
+
+
+def test_deep_extra_key_is_cut_so_the_saved_graph_loads(tmp_path: Path) -> None:
+    """A Kineto event with a non-standard top-level key nested 40 levels deep: the reader
+    cuts it like args (it used to cut only args, so build saved a graph the loader refused)."""
+    deep: dict = {}
+    x = deep
+    for _ in range(40):
+        x["a"] = {}
+        x = x["a"]
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1,
+                                              "ts": 1, "dur": 5, "weird": deep}]}))
+    g = tmp_path / "g.gpickle"
+    assert _run_cli(["build", p, "-o", g]).exit_code == 0
+    r = _run_cli(["info", g])
+    assert r.exit_code == 0 and "args_too_deep" in r.stdout

@@ -123,14 +123,12 @@ def read_kineto(path: str, src: SourceBytes | None = None, doc: Any = None) -> E
         "trace_metadata": top,
     }
     table.meta.update(meta)
-    if _cut_meta(table.meta) and not any(h.code == "args_too_deep" for h in table.health):
-        table.warn("args_too_deep", 1, None, f"trace metadata nested more than {ARGS_MAX_DEPTH} levels deep: "
-                   f"the deeper part is replaced by {ARGS_TOO_DEEP!r} (saving and exporting could not nest it)")
     rank = meta["distributed_info"].get("rank") if isinstance(meta["distributed_info"], dict) else None
     if isinstance(rank, int):
         table.events["rank"] = np.int64(rank)
     _post_checks(table)
     check_times(table, src.path)
+    limit_table_depth(table, src)  # args, extra and metadata: the bound of saved graphs
     return table
 
 
@@ -207,31 +205,15 @@ def _cut_deep(obj: Any, depth: int) -> tuple[Any, bool]:
     return obj, cut
 
 
-def _limit_args_depth(src: SourceBytes, args: list) -> list[int]:
-    """Cut every ``args`` deeper than :data:`ARGS_MAX_DEPTH` (in place); the positions cut.
-
-    A fast bound on the raw bytes (top object, event list, event, args: 4 levels) skips
-    the walk for every ordinary trace."""
-    data = getattr(src, "data", None)
-    if isinstance(data, (bytes, bytearray)) and _raw_max_depth(data) <= ARGS_MAX_DEPTH + 4:
-        return []
-    out: list[int] = []
-    for i, a in enumerate(args):
-        if isinstance(a, dict) and a:
-            _, cut = _cut_deep(a, ARGS_MAX_DEPTH)
-            if cut:
-                out.append(i)
-    return out
-
-
 #: |µs| values beyond this do not fit int64 nanoseconds (~292 years).
 _MAX_US = 9.2e15
 
 
 def limit_table_depth(table: EventTable, src: SourceBytes) -> None:
     """Cut every ``args``/``extra`` value of ``table`` and its trace metadata deeper than
-    :data:`ARGS_MAX_DEPTH` (in place), with the ``args_too_deep`` warning: the same bound
-    as the Kineto reader's, for the other JSON readers (execution traces, nsys JSON lines).
+    :data:`ARGS_MAX_DEPTH` (in place), with the ``args_too_deep`` warning: the bound of saved
+    graphs, applied once to the table of every JSON reader (Kineto, execution traces, nsys
+    JSON lines, CLIntercept, dv/dt).
     A bracket count on the raw bytes skips the walk for ordinary files."""
     data = getattr(src, "data", None)
     if isinstance(data, (bytes, bytearray)) and _raw_max_depth(data) <= ARGS_MAX_DEPTH + 1:
@@ -493,7 +475,6 @@ def events_to_table(src: SourceBytes, events: list) -> EventTable:
     # cat and bp are looked up as keys: a list or object there is one line, not a TypeError
     _check_types(path, cat, "cat", (str, int, float, bool), None, "a string")
     _check_types(path, bp, "bp", (str, int, float, bool), None, "a string")
-    too_deep = _limit_args_depth(src, args)
     args_arr = np.asarray(args, dtype=object) if n else np.empty(0, dtype=object)
     if not set(map(type, name)) <= {str, type(None)}:
         name = [v if v is None or type(v) is str else str(v) for v in name]
@@ -653,10 +634,6 @@ def events_to_table(src: SourceBytes, events: list) -> EventTable:
         "has_ts": has_ts,
     }, copy=False)
     table = EventTable(df)
-    if too_deep:
-        table.warn("args_too_deep", len(too_deep), too_deep[0],
-                   f"args nested more than {ARGS_MAX_DEPTH} levels deep: the deeper part is replaced by "
-                   f"{ARGS_TOO_DEEP!r} (saving and exporting could not nest it)")
     if not exact:
         table.warn("ts_precision", int(has_ts.sum()), 0,
                    "fractional timestamps could not be read from the file's text; they were rounded "
