@@ -659,7 +659,7 @@ _STRUCTURAL = frozenset({"nest", "host_seq", "stream_seq"})
 MAX_CYCLE_BREAKS = 1000
 
 
-def _has_cycle(src: np.ndarray, dst: np.ndarray) -> bool:
+def has_cycle(src: np.ndarray, dst: np.ndarray) -> bool:
     """Whether the edges ``src -> dst`` (node ids) contain a directed cycle: Kahn's
     algorithm over a CSR view, in a plain loop over int lists (no networkx graph is built)."""
     if not len(src):
@@ -725,7 +725,7 @@ def _break_cycles(eid: np.ndarray, ts: np.ndarray, src: np.ndarray, dst: np.ndar
             return (k >= 0) & (x <= R[np.maximum(k, 0)])
         inside = same | (within(t[src]) & within(t[dst]))
     cand = np.flatnonzero(acyc & inside)
-    if not _has_cycle(src[cand], dst[cand]):
+    if not has_cycle(src[cand], dst[cand]):
         return src, dst, kcode, extra
     H = nx.DiGraph()
     H.add_edges_from(zip(src[cand].tolist(), dst[cand].tolist(), ({"j": j} for j in cand.tolist())))
