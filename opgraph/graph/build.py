@@ -244,7 +244,7 @@ def build_payload(table: EventTable, step: Step = _noop) -> dict[str, Any]:
     if len(payload["src"]):
         uk, kc = payload["edge_kind"]
         payload["src"], payload["dst"], kc, payload["edge_extra"] = _break_cycles(
-            eid, ts, payload["src"], payload["dst"], kc, payload["edge_extra"], warn, table.meta.get("file"))
+            ts, payload["src"], payload["dst"], kc, payload["edge_extra"], warn, table.meta.get("file"))
         payload["edge_kind"] = (uk, kc)
     span = (int(ts[is_node].min()), int(end[is_node].max())) if is_node.any() else (0, 0)
     meta = table.meta
@@ -685,7 +685,7 @@ def has_cycle(src: np.ndarray, dst: np.ndarray) -> bool:
     return seen < n
 
 
-def _break_cycles(eid: np.ndarray, ts: np.ndarray, src: np.ndarray, dst: np.ndarray, kcode: np.ndarray,
+def _break_cycles(ts: np.ndarray, src: np.ndarray, dst: np.ndarray, kcode: np.ndarray,
                   extra: dict[int, dict[str, Any]], warn: Callable[..., None], path: str | None = None
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, dict[str, Any]]]:
     """The edges without the links that close a cycle among the kinds that must be acyclic
@@ -699,10 +699,8 @@ def _break_cycles(eid: np.ndarray, ts: np.ndarray, src: np.ndarray, dst: np.ndar
     nesting and lane-order edges (which cannot happen) is refused with one line."""
     from opgraph.errors import OpgraphInputError
 
-    t = np.zeros(int(eid.max()) + 1 if len(eid) else 0, dtype=np.int64)
-    t[eid] = ts
-    coll = EDGE_KINDS.index("collective") if "collective" in EDGE_KINDS else -1
-    acyc = kcode != coll
+    t = ts  # start time by event id: the table's eid is its position
+    acyc = kcode != EDGE_KINDS.index("collective")
     back = acyc & (t[dst] < t[src])
     same = acyc & (t[dst] == t[src])
     if not back.any() and not same.any():

@@ -286,12 +286,8 @@ def _align_tokens(toks: list[bytes], fvals: np.ndarray) -> np.ndarray | None:
     m = len(toks)
     for f in fvals.tolist():
         while j < m:
-            try:
-                v = float(toks[j])
-            except ValueError:
-                v = None
             j += 1
-            if v is not None and v == f:
+            if fl[j - 1] == f:  # NaN (an unparsable token) equals nothing
                 out.append(toks[j - 1])
                 break
         else:
