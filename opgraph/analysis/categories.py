@@ -64,15 +64,6 @@ def category_by_name(names: np.ndarray) -> np.ndarray:
     return u_rule[codes]
 
 
-def is_comm_kernel(names: np.ndarray) -> np.ndarray:
-    """Mask of communication (NCCL / RCCL) kernel names."""
-    if not len(names):
-        return np.zeros(0, dtype=bool)
-    codes, uniq = pd.factorize(pd.Series(names, dtype=object).fillna("").astype(str))
-    rx = re.compile(COMM_KERNEL_PATTERN)
-    return np.array([bool(rx.search(n)) for n in uniq], dtype=bool)[codes]
-
-
 @dataclass(repr=False)
 class CategoryBreakdown(TableResult):
     """Result of :func:`gpu_categories`: ``activities`` (one row per device activity:
@@ -122,8 +113,8 @@ def gpu_categories(G: nx.DiGraph, roofline_result: Any = None) -> CategoryBreakd
     names = k["name"].astype(object).fillna("").astype(str).to_numpy(object)
     kinds = k["kind"].astype(str).to_numpy(object)
     fam = k["family"].astype(object).to_numpy(object)
-    comm = is_comm_kernel(names)
     by_name = category_by_name(names)
+    comm = by_name == "communication"  # NAME_RULES' first rule is the communication pattern
     mem = np.isin(kinds, ("memcpy", "memset"))
     typ = np.where(mem, "memory", np.where(comm, "communication", "computation"))
     fam_cat = pd.Series(fam, dtype=object).map(FAMILY_CATEGORY).to_numpy(object)

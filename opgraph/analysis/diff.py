@@ -95,6 +95,16 @@ def normalize_kernel_name(name: str, level: str = "default") -> str:
     return _WS_RE.sub(" ", s).strip()
 
 
+
+def kernel_label(name: object, width: int | None = None) -> str:
+    """A kernel name for display: without ``void``, parameter list and addresses, template
+    arguments kept (:func:`normalize_kernel_name`; memcpy/memset names as they are); cut to
+    ``width`` characters with ``…`` (None: never cut)."""
+    if not isinstance(name, str):
+        return ""
+    s = name if name.startswith(("Memcpy", "Memset")) else (normalize_kernel_name(name) or name)
+    return s if width is None or len(s) <= width else s[: width - 1] + "…"
+
 def _norm_path_name(name: Any) -> str:
     s = name if isinstance(name, str) else ""
     return _STEP_NUM_RE.sub("#N", _HEX_RE.sub("0x?", s))

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from opgraph.analysis.breakdown import outermost_ops
-from opgraph.analysis.diff import normalize_kernel_name
+from opgraph.analysis.diff import kernel_label as _kernel_label
 from opgraph.analysis.display import TableResult, json_records
 from opgraph.analysis.iterations import K_KERNEL, frame_of
 
@@ -275,11 +275,14 @@ def _whole_calls(f: Any, k: np.ndarray, inst: np.ndarray, min_length: int, max_l
                            True)
 
 
-def kernel_label(name: str, width: int = 100) -> str:
-    """A kernel's name without ``void`` and its parameter list (templates kept, so CUTLASS's
-    ``Kernel2<...>`` stays distinguishable), cut to ``width`` characters."""
-    s = normalize_kernel_name(name) or name
-    return s if len(s) <= width else s[:width - 1] + "…"
+#: Width (characters) kernel names are cut to in the patterns.
+LABEL_WIDTH = 100
+
+
+def kernel_label(name: str) -> str:
+    """A kernel name as the patterns show it (:func:`opgraph.analysis.diff.kernel_label`,
+    templates kept so CUTLASS's ``Kernel2<...>`` stays distinguishable; :data:`LABEL_WIDTH`)."""
+    return _kernel_label(name, LABEL_WIDTH)
 
 
 def _contains(seq: tuple[int, ...], sub: tuple[int, ...]) -> bool:

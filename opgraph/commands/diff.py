@@ -33,7 +33,7 @@ def _render(doc: dict[str, Any], console: Any, top: int) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from opgraph.commands.roofline import kernel_label
+    from opgraph.analysis.diff import kernel_label
     from opgraph.export.console import cell, clean, print_table, styled
 
     a, b = doc["a"], doc["b"]

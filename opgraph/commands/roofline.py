@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from opgraph.analysis.diff import kernel_label
 from opgraph.cli import _console, emit_json, load_input, main
 from opgraph.device_options import device_file_option
 from opgraph.json_option import json_flag, output_entry, outputs_doc
@@ -109,22 +110,6 @@ def _num(v: Any, unit: str = "") -> str:
     if unit in ("flop", "B"):
         return f"{x:.0f}" + ("" if unit == "flop" else " B")
     return f"{x:,.2f}"
-
-
-def kernel_label(name: Any, width: int | None = 90) -> str:
-    """A kernel name for display: without ``void``, parameter list and addresses; cut to
-    ``width`` characters (None: never cut, as in piped output)."""
-    from opgraph.analysis.diff import normalize_kernel_name
-
-    if not isinstance(name, str):
-        return ""
-    s = name if name.startswith(("Memcpy", "Memset")) else normalize_kernel_name(name)
-    return s if width is None or len(s) <= width else s[: width - 1] + "…"
-
-
-def _wide_console():
-    """The console (:func:`opgraph.cli._console`: full width when piped)."""
-    return _console()
 
 
 def _render_report(doc: dict[str, Any], console: Any, top: int, graph_replays: bool = False) -> None:
@@ -230,7 +215,7 @@ def report(input: str, by: str, as_json: bool, csv_dir: TableFiles | None, devic
     if as_json:
         emit_json(doc, "report.schema.json")
         return
-    _render_report(doc, _wide_console(), top or 30, graph_replays=bool(G.graph.get("graph_replay")))
+    _render_report(doc, _console(), top or 30, graph_replays=bool(G.graph.get("graph_replay")))
 
 
 # --------------------------------------------------------------------------- devices
@@ -287,7 +272,7 @@ def devices(as_json: bool, name: str | None, sparse: bool, csv_dir: TableFiles |
         t.add_row(str(j), e["name"], e["vendor"], e.get("arch") or "", str(e.get("num_sms") or ""),
                   f"{e['memory_gb']:g}", f"{e['dram_gbps']:g}",
                   *[("" if pk.get(k) is None else f"{pk[k]:g}") for k in PEAK_DTYPES])
-    console = _wide_console()
+    console = _console()
     console.print(t)
     console.print("Sources:")
     for s, j in sources.items():
