@@ -31,8 +31,6 @@ page against the CLI.
 
 from __future__ import annotations
 
-import html
-import math
 import re
 import time
 from pathlib import Path
@@ -43,7 +41,7 @@ import orjson
 
 from opgraph.export.html_format import chart as _chart
 from opgraph.export.html_format import esc as _esc
-from opgraph.export.html_format import fmt_num, fmt_pct, get_path  # noqa: F401  (get_path: re-exported)
+from opgraph.export.html_format import fmt_num, fmt_pct, get_path  # noqa: F401  (re-exported for tests)
 from opgraph.export.html_format import html_table as _table
 from opgraph.export.html_format import num_span as _num
 from opgraph.export.html_format import path_key as _k
@@ -126,24 +124,25 @@ def report_data(G: nx.DiGraph, batch_size: int | None = None, device: str | None
         f, w = window()
         return overheads_doc(f, p, False, overhead_samples(f, p, w, with_shapes=False))
 
+    from opgraph.export.html_tables import COMPUTED_LAST, TABLE_SECTIONS, Shared
+    shared = Shared()
+
     def roofline():
         from opgraph.analysis.roofline import report_doc
         from opgraph.analysis.roofline import roofline as run
-        return report_doc(run(G, device=device, dtype=dtype), "kernel", None)
+        res = run(G, device=device, dtype=dtype)
+        if device is None and dtype is None:  # the default options: the other sections reuse it
+            shared["_roofline"] = res
+        return report_doc(res, "kernel", None)
 
     section("summary", summary)
     section("breakdown_host", host)
     section("breakdown_device", dev)
     section("overheads", overheads)
     section("roofline", roofline)
-    from opgraph.export.html_tables import TABLE_SECTIONS, advise_doc
-    for spec in TABLE_SECTIONS:
-        if spec.key != "advise":
-            section(spec.key, lambda spec=spec: spec.compute(G))
-    # the recommendations reuse the documents above that were made with the same options
-    section("advise", lambda: advise_doc(G, {"cp": out.get("critical_path"), "launch": out.get("launch_stats"),
-                                             "overlap": out.get("overlap"), "copies": out.get("memory_bw"),
-                                             "memory": out.get("memory"), "shapes": out.get("shapes")}))
+    for spec in sorted(TABLE_SECTIONS, key=lambda sp: sp.key in COMPUTED_LAST):
+        shared.update(out)  # the documents so far
+        section(spec.key, lambda spec=spec: spec.compute(G, shared))
     return out
 
 

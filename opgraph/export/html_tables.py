@@ -48,54 +48,66 @@ class SectionSpec:
     key: str
     title: str
     command: tuple[str, ...]
-    compute: Callable[[nx.DiGraph], Any]
+    compute: Callable[[nx.DiGraph, "Shared"], Any]
     tables: tuple[TableSpec, ...]
     empty: str
 
 
-def _overlap(G: nx.DiGraph) -> Any:
+class Shared(dict):
+    """What the sections of one report share: the other sections' documents (by key) and
+    ``"_roofline"``, the roofline result with the commands' default options (computed once
+    for the categories and shapes sections)."""
+
+    def roofline(self, G: nx.DiGraph) -> Any:
+        if "_roofline" not in self:
+            from opgraph.analysis.roofline import roofline
+            self["_roofline"] = roofline(G)
+        return self["_roofline"]
+
+
+def _overlap(G: nx.DiGraph, shared: Shared) -> Any:
     from opgraph.analysis.overlap import comm_overlap
     return comm_overlap(G).to_dict()
 
 
-def _categories(G: nx.DiGraph) -> Any:
+def _categories(G: nx.DiGraph, shared: Shared) -> Any:
     from opgraph.analysis.categories import gpu_categories
-    return gpu_categories(G).to_dict()
+    return gpu_categories(G, shared.roofline(G)).to_dict()
 
 
-def _memory_bw(G: nx.DiGraph) -> Any:
+def _memory_bw(G: nx.DiGraph, shared: Shared) -> Any:
     from opgraph.analysis.memory_bw import memory_bandwidth
     return memory_bandwidth(G).to_dict()
 
 
-def _collectives(G: nx.DiGraph) -> Any:
+def _collectives(G: nx.DiGraph, shared: Shared) -> Any:
     from opgraph.analysis.collectives import collectives
     return collectives(G).to_dict()
 
 
-def _launch(G: nx.DiGraph) -> Any:
+def _launch(G: nx.DiGraph, shared: Shared) -> Any:
     from opgraph.analysis.launch_stats import launch_stats
     return launch_stats(G, 50.0, 100.0).to_dict(10)
 
 
-def _queue(G: nx.DiGraph) -> Any:
+def _queue(G: nx.DiGraph, shared: Shared) -> Any:
     from opgraph.analysis.queue_length import queue_length
     return queue_length(G, 1024).to_dict()
 
 
-def _memory(G: nx.DiGraph) -> Any:
+def _memory(G: nx.DiGraph, shared: Shared) -> Any:
     from opgraph.analysis.memory_timeline import memory_timeline
     return memory_timeline(G, None).to_dict(series=False)
 
 
-def _counters(G: nx.DiGraph) -> Any:
+def _counters(G: nx.DiGraph, shared: Shared) -> Any:
     from opgraph.analysis.counters import cupti_counters
     return cupti_counters(G).to_dict()
 
 
-def _shapes(G: nx.DiGraph) -> Any:
+def _shapes(G: nx.DiGraph, shared: Shared) -> Any:
     from opgraph.analysis.shapes import shapes
-    return shapes(G).to_dict(None, ("gemm", "attention", "conv"))
+    return shapes(shared.roofline(G)).to_dict(None, ("gemm", "attention", "conv"))
 
 
 _PERF: tuple[Column, ...] = (("count", "calls", "i"), ("total_us", "total µs", "n"),
@@ -104,24 +116,27 @@ _PERF: tuple[Column, ...] = (("count", "calls", "i"), ("total_us", "total µs", 
                              ("family_time_pct", "% of family", "p"))
 
 
-def _kernels(G: nx.DiGraph) -> Any:
+def _kernels(G: nx.DiGraph, shared: Shared) -> Any:
     from opgraph.analysis.kernel_stats import kernel_stats
     return kernel_stats(G).to_dict()
 
 
-def _sequences(G: nx.DiGraph) -> Any:
+def _sequences(G: nx.DiGraph, shared: Shared) -> Any:
     from opgraph.analysis.sequences import kernel_sequences
     return kernel_sequences(G, None, 3, 8, 10).to_dict()
 
 
-def advise_doc(G: nx.DiGraph, given: dict[str, Any] | None = None) -> Any:
-    """``opgraph advise --json`` of ``G``, reusing ``given`` documents (same options)."""
+def _advise(G: nx.DiGraph, shared: Shared) -> Any:
+    """``opgraph advise --json``, reusing the documents of the other sections made with the
+    same options (so it is computed after them)."""
     from opgraph.analysis.recommendations import recommendations
+    given = {"cp": shared.get("critical_path"), "launch": shared.get("launch_stats"), "overlap": shared.get("overlap"),
+             "copies": shared.get("memory_bw"), "memory": shared.get("memory"), "shapes": shared.get("shapes")}
     return recommendations(G, given).to_dict()
 
 
-def _advise(G: nx.DiGraph) -> Any:
-    return advise_doc(G)
+#: Sections computed after the others (they read the others' documents).
+COMPUTED_LAST = frozenset({"advise"})
 
 
 TABLE_SECTIONS: tuple[SectionSpec, ...] = (
