@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from opgraph.analysis.display import TableResult, json_records
+from opgraph.analysis.iterations import GraphFrame, graph_frame
 from opgraph.ingest.table import HealthItem
 
 #: Name of the profiler's memory instants.
@@ -218,7 +219,7 @@ def memory_events(ev: pd.DataFrame | None) -> MemoryEvents:
 
 
 # --------------------------------------------------------------------------- ops
-def _alloc_ops(G: nx.DiGraph, m: pd.DataFrame, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _alloc_ops(f: GraphFrame, m: pd.DataFrame, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(outermost, innermost) non-module CPU op name around each event ``rows`` of ``m`` on
     its thread (:data:`OUTSIDE_OPS` for none): the innermost host range containing the
     event's time (``start <= t <= end``), found by one sorted search per thread and a walk up
@@ -226,14 +227,13 @@ def _alloc_ops(G: nx.DiGraph, m: pd.DataFrame, rows: np.ndarray) -> tuple[np.nda
     n_q = len(rows)
     outer = np.full(n_q, OUTSIDE_OPS, dtype=object)
     inner = np.full(n_q, OUTSIDE_OPS, dtype=object)
-    if not n_q or G.number_of_nodes() == 0:
+    if not n_q or not len(f):
         return outer, inner
     from opgraph.analysis.breakdown import (
         DEFAULT_MODULE_MARKERS, host_hierarchy, module_mask, outermost_ops, tree_depths,
     )
-    from opgraph.analysis.iterations import K_CPU_OP, graph_frame
+    from opgraph.analysis.iterations import K_CPU_OP
 
-    f = graph_frame(G)
     hh = host_hierarchy(f)
     _, top = outermost_ops(f)
     cand = (f.kind == K_CPU_OP) & ~module_mask(f.name, DEFAULT_MODULE_MARKERS)
@@ -415,7 +415,8 @@ def memory_timeline(G: nx.DiGraph, window: str | None = None) -> MemoryTimeline:
     live_mask = is_alloc & (pos <= peak_row[g]) & (free_pos > peak_row[g]) & paired_dev[g]
     live_end = is_alloc & (free_row < 0)
     a_rows = np.flatnonzero(is_alloc)
-    outer, inner = _alloc_ops(G, m, a_rows)
+    f = graph_frame(G)  # one column view for the allocating ops and the step windows
+    outer, inner = _alloc_ops(f, m, a_rows)
 
     def gsum(w: np.ndarray) -> np.ndarray:
         return np.bincount(g, weights=w, minlength=ng).astype(np.int64)
@@ -475,19 +476,19 @@ def memory_timeline(G: nx.DiGraph, window: str | None = None) -> MemoryTimeline:
             live = la.sort_values(["g", "live_bytes", "op", "inner_op"], ascending=[True, False, True, True])
             live = live[list(LIVE_COLUMNS)].reset_index(drop=True)
 
-    steps, source = _steps(G, window, m, starts, ends, type_names, dev_ids)
+    steps, source = _steps(f, window, m, starts, ends, type_names, dev_ids)
     return MemoryTimeline(devices, series, steps, allocators, live, warnings, me.total, source)
 
 
-def _steps(G: nx.DiGraph, window: str | None, m: pd.DataFrame, starts: np.ndarray, ends: np.ndarray,
+def _steps(f: GraphFrame, window: str | None, m: pd.DataFrame, starts: np.ndarray, ends: np.ndarray,
            type_names: np.ndarray, dev_ids: np.ndarray) -> tuple[pd.DataFrame, str]:
     """Per window and device: the allocated level carried in, at the end, its peak (and
     when), the reserved peak, and the allocations inside ``[start, end)``."""
     from opgraph.analysis.windows import select_windows
 
-    if G.number_of_nodes() == 0:
+    if not len(f):
         return _empty(STEP_COLUMNS), "all"
-    w = select_windows(G, window, lanes=False)
+    w = select_windows(f, window, lanes=False)
     if not w.is_steps:
         return _empty(STEP_COLUMNS), w.source
     ts = m["ts_ns"].to_numpy()
