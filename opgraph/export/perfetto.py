@@ -395,13 +395,14 @@ def _stream_unions(dev: np.ndarray, stv: np.ndarray, ts: np.ndarray, end: np.nda
     return d[starts], a[starts], np.maximum.reduceat(run_end, starts)
 
 
-def gpu_busy_counters(arr: GraphArrays, ev: pd.DataFrame) -> list[dict[str, Any]]:
+def gpu_busy_counters(arr: GraphArrays, ev: pd.DataFrame, acts: pd.DataFrame | None = None,
+                      pids: dict[int, Any] | None = None) -> list[dict[str, Any]]:
     """Counter ``GPU <d> busy`` (series ``streams``): the number of streams of device ``d``
     running an activity (kernel, memcpy, memset) at each instant; 0 = the GPU is idle."""
-    acts = _activities(arr)
+    acts = _activities(arr) if acts is None else acts
     if not len(acts):
         return []
-    pids = _device_pid(ev, acts)
+    pids = _device_pid(ev, acts) if pids is None else pids
     u_dev, u_start, u_end = _stream_unions(acts["device"].to_numpy(), acts["stream"].to_numpy(),
                                            acts["ts"].to_numpy(), acts["end"].to_numpy())
     k, tt, v = _step_counter(np.concatenate([u_dev, u_dev]), np.concatenate([u_start, u_end]),
@@ -410,7 +411,8 @@ def gpu_busy_counters(arr: GraphArrays, ev: pd.DataFrame) -> list[dict[str, Any]
              "args": {"streams": vi}} for d, ti, vi in zip(k.tolist(), tt.tolist(), v.tolist())]
 
 
-def queued_counters(arr: GraphArrays, ev: pd.DataFrame) -> list[dict[str, Any]]:
+def queued_counters(arr: GraphArrays, ev: pd.DataFrame, acts: pd.DataFrame | None = None,
+                    pids: dict[int, Any] | None = None) -> list[dict[str, Any]]:
     """Counter ``GPU <d> stream <s>`` (series ``queued``): activities launched but not yet
     started on that stream, i.e. between their launch call's start and their own start."""
     ls, ld = arr.out_edges("launch")
@@ -424,8 +426,8 @@ def queued_counters(arr: GraphArrays, ev: pd.DataFrame) -> list[dict[str, Any]]:
     if not len(ld):
         return []
     dev, stv = arr.device[ld], arr.stream[ld]
-    acts = _activities(arr)
-    pids = _device_pid(ev, acts)
+    acts = _activities(arr) if acts is None else acts
+    pids = _device_pid(ev, acts) if pids is None else pids
     key = (dev.astype(np.int64) + 1) * (1 << 32) + (stv.astype(np.int64) + 1)
     k, tt, v = _step_counter(np.concatenate([key, key]), np.concatenate([t0, t1]),
                              np.concatenate([np.ones(len(t0), np.int64), -np.ones(len(t1), np.int64)]))
@@ -441,7 +443,8 @@ def queued_counters(arr: GraphArrays, ev: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
-def activity_counters(arr: GraphArrays, ev: pd.DataFrame) -> list[dict[str, Any]]:
+def activity_counters(arr: GraphArrays, ev: pd.DataFrame, acts: pd.DataFrame | None = None,
+                      pids: dict[int, Any] | None = None) -> list[dict[str, Any]]:
     """Counter ``GPU <d> activity`` (series ``compute``, ``comm``, ``memory``): how many
     activities of each kind run on device ``d`` at each instant (kernels matching
     :data:`~opgraph.analysis.arrays.COMM_KERNEL_PATTERN` are ``comm``, memcpy / memset are
@@ -451,10 +454,10 @@ def activity_counters(arr: GraphArrays, ev: pd.DataFrame) -> list[dict[str, Any]
 
     from opgraph.analysis.arrays import COMM_KERNEL_PATTERN
 
-    acts = _activities(arr)
+    acts = _activities(arr) if acts is None else acts
     if not len(acts):
         return []
-    pids = _device_pid(ev, acts)
+    pids = _device_pid(ev, acts) if pids is None else pids
     pos = acts["pos"].to_numpy()
     kinds = arr.kind[pos]
     comm = arr.names_match(re.compile(COMM_KERNEL_PATTERN))[pos]  # as opgraph overlap classifies them
@@ -624,9 +627,11 @@ def build_overlay(G: nx.DiGraph, window: str | None = None, *, arr: GraphArrays 
     ov = Overlay(windows=len(cp.windows))
     ov.add_args = merge_args(launch_args(arr), replay_args(G), copy_args(G), idle_args(idle), critical_args(cp))
     ov.flows = critical_flows(ev, cp, next_flow_id(ev), _SliceIndex(ev, lane))
-    dev_pids = _device_pid(ev, _activities(arr))
+    acts = _activities(arr)  # once for every counter family
+    dev_pids = _device_pid(ev, acts)
     mem = memory_counters(ev, dev_pids)
-    ov.counters = gpu_busy_counters(arr, ev) + activity_counters(arr, ev) + queued_counters(arr, ev) + mem
+    ov.counters = (gpu_busy_counters(arr, ev, acts, dev_pids) + activity_counters(arr, ev, acts, dev_pids)
+                   + queued_counters(arr, ev, acts, dev_pids) + mem)
     counter_pids = list(dev_pids.values()) + list(dict.fromkeys(c["pid"] for c in mem)) if ov.counters else ()
     ov.metadata = metadata_events(ev, counter_pids)
     return ov
