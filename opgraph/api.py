@@ -35,10 +35,13 @@ from opgraph.analysis.stragglers import StragglerReport
 
 PathLike = str | os.PathLike[str]
 
+#: The API's names; ``opgraph/__init__.py`` lists the same (plus the package-level ones) to
+#: load this module lazily; tests/test_api.py keeps the two lists equal.
 __all__ = [
     "Report", "load", "build", "save", "example_trace", "info", "critical_path", "idle", "breakdown",
     "iterations", "summary", "overheads", "roofline", "report", "diff", "what_if", "stragglers", "comm_overlap",
-    "memory_bandwidth", "collectives", "launch_stats", "queue_length", "gpu_categories",
+    "memory_bandwidth", "collectives", "launch_stats", "queue_length", "gpu_categories", "memory_timeline",
+    "cupti_counters", "advise", "shapes", "kernel_stats", "kernel_sequences",
     "export_perfetto", "export_graphviz", "report_html", "plot", "graph_tables", "export_tables",
 ]
 

@@ -44,6 +44,15 @@ def test_public_names() -> None:
     assert "critical_path" in dir(opgraph)
 
 
+def test_package_and_api_name_lists_agree() -> None:
+    """``opgraph.__all__`` (kept without importing the API) and ``opgraph.api.__all__`` list
+    the same functions."""
+    from opgraph import api
+
+    package_level = {"OpgraphInputError", "__version__", "GRAPH_SCHEMA_VERSION"}
+    assert set(opgraph.__all__) - package_level == set(api.__all__)
+
+
 def test_api_equals_cli_json(tmp_path: Path) -> None:
     """The API's tables hold the numbers ``opgraph <command> --json`` prints."""
     trace = opgraph.example_trace("two_stream_event_wait", tmp_path)
