@@ -9,6 +9,7 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from opgraph.analysis.shapes import FAMILY_LABELS as _LABEL
 from opgraph.export.console import cell, print_table
 
 #: Problem-size columns shown per family: (header, column).
@@ -18,7 +19,6 @@ _SHOWN: dict[str, tuple[tuple[str, str], ...]] = {
     "conv": (("N", "N"), ("C", "C"), ("H", "H"), ("W", "W"), ("K", "K"), ("R", "R"), ("S", "S"), ("stride", "stride"),
              ("pad", "padding"), ("groups", "groups")),
 }
-_LABEL = {"gemm": "GEMM", "attention": "attention", "conv": "convolution"}
 
 
 def no_shapes_line(families: tuple[str, ...]) -> str:
