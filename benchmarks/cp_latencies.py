@@ -22,7 +22,7 @@ import sys
 
 import numpy as np
 
-from opgraph.analysis.arrays import GraphArrays
+from opgraph.graph.arrays import GraphArrays
 from opgraph.analysis.critical_path import R, boundary_dag
 from opgraph.graph.io import load_any
 

@@ -18,8 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
-GRAPH_SCHEMA_VERSION = 1
+from opgraph.version import GRAPH_SCHEMA_VERSION, __version__
 
 #: The public functions and classes, all defined in :mod:`opgraph.api`.
 __all__ = [

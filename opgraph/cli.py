@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import click
 
-from opgraph import __version__
+from opgraph.version import __version__
 from opgraph.emit import emit_json  # noqa: F401  (re-exported: the commands print through it)
 from opgraph.errors import OpgraphInputError
 from opgraph.json_option import json_flag, output_entry, outputs_doc

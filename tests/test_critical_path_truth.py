@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from opgraph.analysis.arrays import GraphArrays
+from opgraph.graph.arrays import GraphArrays
 from opgraph.analysis.critical_path import blocking_waits, boundary_dag, critical_path
 
 pytestmark = pytest.mark.real_traces

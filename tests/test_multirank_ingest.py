@@ -5,18 +5,16 @@ from __future__ import annotations
 
 import gzip
 import json
-import shutil
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 import pytest
 
 from conftest import KINETO_DIR, requires_traces
-from opgraph.analysis.arrays import GraphArrays
+from opgraph.graph.arrays import GraphArrays
 from opgraph.errors import OpgraphInputError
 from opgraph.graph.io import GraphPayload, load_any, load_gpickle, save_gpickle, save_graph
 from opgraph.multirank import build_job, rank_from_filename, rank_subgraph

@@ -326,7 +326,7 @@ def test_window_all_and_regex(tmp_path):
     for p in ("all.json", "one.json"):
         assert new_problems(tmp_path / p, src) == []
     # a window that matches nothing is an error that lists what exists (not an empty overlay)
-    from opgraph.analysis.windows import WindowNotFound
+    from opgraph.graph.windows import WindowNotFound
     with pytest.raises(WindowNotFound, match="ProfilerStep"):
         export_perfetto(G, tmp_path / "none.json", window="no such range")
 

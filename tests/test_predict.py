@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from opgraph.analysis.arrays import GraphArrays
+from opgraph.graph.arrays import GraphArrays
 from opgraph.analysis.critical_path import critical_path
 from opgraph.predict import parse_transforms, predict
 from opgraph.predict.replay import R, build_model, simulate

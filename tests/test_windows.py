@@ -1,4 +1,4 @@
-"""The one step/window selector (opgraph.analysis.windows): exact windows on tiny Kineto
+"""The one step/window selector (opgraph.graph.windows): exact windows on tiny Kineto
 traces built through the normal reader, the thread a window follows, overlap reporting, the
 one-line error of a regex that matches nothing on every command that takes one, and, on
 the real traces (skipped when ../shared/traces is absent), the same steps from every
@@ -16,8 +16,8 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from opgraph.analysis.arrays import GraphArrays
-from opgraph.analysis.windows import (
+from opgraph.graph.arrays import GraphArrays
+from opgraph.graph.windows import (
     Window, WindowColumns, WindowError, WindowNotFound, launch_thread, main_thread, select_windows,
     thread_stats, union_overlap_ns,
 )

@@ -381,7 +381,7 @@ def _thread_names(f: GraphFrame) -> dict[tuple[Any, Any], str]:
     ev = f.G.graph.get("events")
     if not isinstance(ev, pd.DataFrame) or "kind" not in ev:
         return {}
-    from opgraph.analysis.info import _thread_names as tn
+    from opgraph.analysis.info import thread_names as tn
     return tn(ev)
 
 

@@ -4,7 +4,7 @@ TraceLens's ``ops_summary_by_category``).
 Every device activity gets (docs/categories.md):
 
 * a **type**: ``memory`` (memcpy, memset), ``communication`` (NCCL / RCCL kernels,
-  :data:`opgraph.analysis.arrays.COMM_KERNEL_PATTERN`) or ``computation`` (other kernels);
+  :data:`opgraph.graph.linking.COMM_KERNEL_PATTERN`) or ``computation`` (other kernels);
 * a **category**: from the roofline family of the op that launched it when the op has a
   model (``gemm`` → GEMM, ``conv``, ``attention``, ``norm``, ``softmax``/``reduction`` →
   reduction, ``elementwise``, ``embedding``, ``copy``, ``collective`` → communication),
@@ -25,7 +25,7 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
-from opgraph.analysis.arrays import COMM_KERNEL_PATTERN
+from opgraph.graph.linking import COMM_KERNEL_PATTERN
 from opgraph.analysis.display import TableResult, json_records
 
 #: Roofline family -> category.

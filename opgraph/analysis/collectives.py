@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 import networkx as nx
 import pandas as pd
 
-from opgraph.analysis.arrays import COMM_KERNEL_PATTERN
+from opgraph.graph.linking import COMM_KERNEL_PATTERN
 from opgraph.analysis.display import TableResult, json_records
 
 #: Bytes per element of the dtype names collective records use.

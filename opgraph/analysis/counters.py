@@ -158,7 +158,7 @@ def _counter_frame(args: pd.Series) -> pd.DataFrame:
 
 def _nest_parent(G: nx.DiGraph) -> tuple[dict[int, int], np.ndarray, np.ndarray, np.ndarray]:
     """(position of each node key, nest parent position (-1: none), kind, name) per node."""
-    from opgraph.analysis.arrays import GraphArrays
+    from opgraph.graph.arrays import GraphArrays
 
     a = GraphArrays.from_graph(G)
     parent = np.full(a.n, -1, dtype=np.int64)

@@ -39,7 +39,7 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
-from opgraph.analysis.arrays import GraphArrays
+from opgraph.graph.arrays import GraphArrays
 from opgraph.analysis.critical_path import (CATEGORIES, BoundaryDAG, ExtraEdges, PathSegment, WindowPath,
                                             boundary_dag, breakdown_frame, path_frame, path_segments, segments,
                                             summarize_windows, walk_back)

@@ -8,25 +8,26 @@ from typing import Any
 import networkx as nx
 import pandas as pd
 
-from opgraph.analysis.windows import select_windows
+from opgraph.graph.windows import select_windows
 from opgraph.ingest.table import DEVICE_ACTIVITY_KINDS
 
 
 def find_steps(G: nx.DiGraph, step_regex: str | None = None) -> pd.DataFrame:
-    """The steps of :func:`opgraph.analysis.windows.select_windows` as a table:
+    """The steps of :func:`opgraph.graph.windows.select_windows` as a table:
     ``ProfilerStep#N`` host ranges (one per N), else ``ProfilerStep#N`` GPU annotations,
     else NVTX ``Iteration N`` ranges; with ``step_regex``, the host ranges (else GPU
     annotations) it finds. None (an empty table) when the trace has no step.
 
     Returns a DataFrame with columns ``eid``, ``name``, ``step`` (N, or the order), ``ts``
     and ``end`` (ns), sorted by start. Raises
-    :class:`~opgraph.analysis.windows.WindowNotFound` when ``step_regex`` matches nothing."""
+    :class:`~opgraph.graph.windows.WindowNotFound` when ``step_regex`` matches nothing."""
     w = select_windows(G, step_regex=step_regex, lanes=False)
     df = w.to_frame()[["eid", "name", "step", "ts", "end"]]
     return df if w.is_steps else df.iloc[:0].reset_index(drop=True)
 
 
-def _thread_names(ev: pd.DataFrame) -> dict[tuple[Any, Any], str]:
+def thread_names(ev: pd.DataFrame) -> dict[tuple[Any, Any], str]:
+    """``(pid, tid) -> thread name`` from the trace's ``thread_name`` metadata events."""
     meta = ev[(ev["kind"] == "meta") & (ev["name"] == "thread_name")]
     out = {}
     for pid, tid, a in zip(meta["pid"], meta["tid"], meta["args"]):
@@ -50,7 +51,7 @@ def trace_info(G: nx.DiGraph) -> dict[str, Any]:
             streams.append({"device": int(dev), "stream": int(st), "activities": int(len(grp)),
                             "busy_us": round(float(grp["dur"].sum()) / 1000.0, 3)})
     host = nodes[~nodes["kind"].isin(DEVICE_ACTIVITY_KINDS + ("gpu_annotation",))]
-    tnames = _thread_names(ev)
+    tnames = thread_names(ev)
     threads = []
     if len(host):
         cnt = Counter(zip(host["pid"].tolist(), host["tid"].tolist()))

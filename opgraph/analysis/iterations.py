@@ -4,12 +4,12 @@ Also home of the column view of a graph (:func:`graph_frame`) and of the analysi
 (:func:`analysis_window`: the steps' span, minus data loading) that the breakdown,
 overheads and multistream analyses share.
 
-Steps are the windows of the one selector, :func:`opgraph.analysis.windows.select_windows`
+Steps are the windows of the one selector, :func:`opgraph.graph.windows.select_windows`
 (the same steps as every other command), in this order of preference:
 
 1. host ranges (``annotation``/``cpu_op``/``python``) whose name matches ``step_regex``
    (NVTX / ``record_function`` labels), else GPU annotations that match, when one is given
-   (a regex that matches nothing raises :class:`~opgraph.analysis.windows.WindowNotFound`);
+   (a regex that matches nothing raises :class:`~opgraph.graph.windows.WindowNotFound`);
 2. ``ProfilerStep#N`` host ranges (one step per distinct N);
 3. ``ProfilerStep#N`` GPU annotations (``gpu_user_annotation``), for device-only traces;
 4. NVTX ``Iteration N`` ranges;
@@ -30,7 +30,7 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
-from opgraph.analysis.windows import WINDOW_SOURCES, WindowColumns, WindowError, Windows, select_windows
+from opgraph.graph.windows import WINDOW_SOURCES, WindowColumns, WindowError, Windows, select_windows
 from opgraph.errors import OpgraphInputError
 from opgraph.ingest.steps import NVTX_ITERATION_RE  # noqa: F401  (re-exported)
 from opgraph.ingest.steps import STEP_RE as PROFILER_STEP_RE  # noqa: F401  (re-exported)
@@ -121,7 +121,7 @@ class GraphFrame:
         return self._depth
 
     def window_columns(self) -> WindowColumns:
-        """The columns :func:`opgraph.analysis.windows.select_windows` reads (computed once)."""
+        """The columns :func:`opgraph.graph.windows.select_windows` reads (computed once)."""
         c = self.cache.get("window_columns")
         if c is None:
             c = WindowColumns(KIND_NAMES[self.kind], self.name, self.ts, self.end, self.node, self.lane,
@@ -277,7 +277,7 @@ class Steps:
     ``step`` (N of ``ProfilerStep#N``, or the position), ``name``, ``ts``/``end`` (ns) and
     ``node`` (the marker node, or -1). ``source`` says how they were found:
     ``regex``, ``profiler_step``, ``gpu_annotation``, ``nvtx_iteration``, ``data_loader`` or
-    ``none`` (:func:`opgraph.analysis.windows.select_windows`).
+    ``none`` (:func:`opgraph.graph.windows.select_windows`).
     """
 
     table: pd.DataFrame
@@ -309,8 +309,8 @@ def find_iterations(G: nx.DiGraph | GraphFrame, step_regex: str | None = None,
 
     Raises
     ------
-    opgraph.analysis.windows.WindowNotFound
-        ``step_regex`` matches no range (:class:`~opgraph.analysis.windows.WindowError`
+    opgraph.graph.windows.WindowNotFound
+        ``step_regex`` matches no range (:class:`~opgraph.graph.windows.WindowError`
         when it is not a valid regex).
     """
     f = frame_of(G)
@@ -706,8 +706,8 @@ def trim_table(table: EventTable, start: int, stop: int, step_regex: str | None 
     out = EventTable(new, meta, [])
     if meta.get("format") == "kineto":
         try:
-            from opgraph.ingest.kineto import _post_checks
-            _post_checks(out)
+            from opgraph.ingest.kineto import post_checks
+            post_checks(out)
         except ImportError:  # pragma: no cover
             pass
     return out

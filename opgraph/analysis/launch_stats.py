@@ -29,7 +29,7 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
-from opgraph.analysis.arrays import GraphArrays
+from opgraph.graph.arrays import GraphArrays
 from opgraph.analysis.display import TableResult, json_records
 
 #: Lower edges (µs) of the kernel-duration histogram; the last bin is open.

@@ -19,7 +19,7 @@ ties), docs/memory-timeline.md:
   events that differ and the largest difference are reported (0 on every reference trace).
   ``reserved_bytes`` is the trace's ``Total Reserved`` (the caching allocator's pool).
 * the peak of each over the whole trace and per step (the ``ProfilerStep`` windows of
-  :func:`opgraph.analysis.windows.select_windows`; the level carried into a step counts);
+  :func:`opgraph.graph.windows.select_windows`; the level carried into a step counts);
 * ``allocators``: allocations (``Bytes`` > 0) grouped by the CPU op around them on their
   thread: ``op`` the outermost non-module CPU op (as the host breakdown's operators) and
   ``inner_op`` the innermost non-module CPU op (``(outside any op)`` when none);
@@ -380,7 +380,7 @@ def _nullable(v: np.ndarray, ok: np.ndarray) -> pd.Series:
 def memory_timeline(G: nx.DiGraph, window: str | None = None) -> MemoryTimeline:
     """Allocated / reserved memory over time per device, peaks per step and over the trace,
     and the ops that allocate (module docstring). ``window``: the steps (``None``: the
-    ``ProfilerStep`` windows), ``"all"`` or a regex (:func:`~opgraph.analysis.windows.select_windows`)."""
+    ``ProfilerStep`` windows), ``"all"`` or a regex (:func:`~opgraph.graph.windows.select_windows`)."""
     me = memory_events(G.graph.get("events"))
     m, warnings = me.frame, list(me.warnings)
     if not len(m):
@@ -484,7 +484,7 @@ def _steps(f: GraphFrame, window: str | None, m: pd.DataFrame, starts: np.ndarra
            type_names: np.ndarray, dev_ids: np.ndarray) -> tuple[pd.DataFrame, str]:
     """Per window and device: the allocated level carried in, at the end, its peak (and
     when), the reserved peak, and the allocations inside ``[start, end)``."""
-    from opgraph.analysis.windows import select_windows
+    from opgraph.graph.windows import select_windows
 
     if not len(f):
         return _empty(STEP_COLUMNS), "all"

@@ -31,10 +31,11 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
-from opgraph.analysis.arrays import COMM_KERNEL_PATTERN, GraphArrays
+from opgraph.graph.arrays import GraphArrays
+from opgraph.graph.linking import COMM_KERNEL_PATTERN
 from opgraph.analysis.display import TableResult
 from opgraph.analysis.iterations import union_intervals
-from opgraph.analysis.windows import select_windows
+from opgraph.graph.windows import select_windows
 
 #: Columns of the result (ns) in order, after ``window`` and ``device``.
 FIELDS: tuple[str, ...] = ("span_ns", "busy_ns", "idle_ns", "compute_ns", "comm_ns", "memory_ns", "overlap_ns",

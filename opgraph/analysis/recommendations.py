@@ -50,7 +50,7 @@ import networkx as nx
 import pandas as pd
 
 from opgraph.analysis.display import TableResult, json_records
-from opgraph.analysis.windows import WindowError
+from opgraph.graph.windows import WindowError
 from opgraph.errors import OpgraphInputError
 
 LAUNCH_BOUND_PCT = 30.0

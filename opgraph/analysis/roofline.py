@@ -172,7 +172,7 @@ class TraceColumns:
 
     @classmethod
     def from_graph(cls, G: nx.DiGraph) -> "TraceColumns":
-        from opgraph.analysis.arrays import GraphArrays
+        from opgraph.graph.arrays import GraphArrays
 
         a = GraphArrays.from_graph(G)
         attrs = list(G._node.values())

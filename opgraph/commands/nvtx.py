@@ -10,7 +10,7 @@ over its instances. Ranges are the ``annotation`` nodes of the graph (NVTX range
 nsys formats, ``record_function`` labels for Kineto).
 
 Iterations: the steps of the one window selector
-(:func:`opgraph.analysis.windows.select_windows`: ``ProfilerStep#N``, else NVTX ``Iteration
+(:func:`opgraph.graph.windows.select_windows`: ``ProfilerStep#N``, else NVTX ``Iteration
 N``; or the ranges matching ``--step-regex``) that are annotation ranges are also listed one
 by one, with the kernel time attributed to each (Σ kernel durations). A ``--step-regex``
 that matches nothing exits 2.
@@ -122,7 +122,7 @@ def nvtx_summary(G: nx.DiGraph, step_regex: str | None = None) -> dict[str, Any]
                 "kernels": int(g["kernels"].sum()), "kernel_total_us": float(g["kernel_ns"].sum()) / 1e3,
             })
         rows.sort(key=lambda r: (-r["gpu_proj_total_us"], -r["cpu_total_us"], r["name"]))
-    from opgraph.analysis.windows import select_windows
+    from opgraph.graph.windows import select_windows
 
     wins = select_windows(G, step_regex=step_regex, lanes=False)  # WindowNotFound: the caller's
     pattern = step_regex or (STEP_PATTERN if wins.source in ("profiler_step", "gpu_annotation")

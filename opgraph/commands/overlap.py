@@ -29,7 +29,7 @@ def overlap_cmd(input: str, window: str | None, as_json: bool, csv_dir: TableFil
         from opgraph.analysis.job_tables import per_rank
         from opgraph.multirank import rank_subgraph
 
-        from opgraph.analysis.arrays import COMM_KERNEL_PATTERN
+        from opgraph.graph.linking import COMM_KERNEL_PATTERN
 
         def one_rank(H):  # each rank's graph is made once
             check_window(H, input, window)

@@ -114,7 +114,7 @@ def predict_cmd(input: str, replay: bool, scale_kernels: tuple[str, ...], scale_
     if perfetto is not None:
         if G.graph.get("events") is None:
             raise OpgraphInputError(input, "this graph carries no events table; --perfetto needs one")
-        from opgraph.predict.replay import write_predicted_trace
+        from opgraph.export.predicted_trace import write_predicted_trace
         write_predicted_trace(G, res.arr_pred, res.removed, perfetto,
                               {"mode": res.mode, "transforms": [t.to_dict() for t in res.transforms],
                                "source": G.graph.get("source")})

@@ -2,7 +2,7 @@
 anything (registers no command).
 
 Every command that takes one of these options selects its windows through
-:func:`opgraph.analysis.windows.select_windows`; a regex that is invalid or matches no
+:func:`opgraph.graph.windows.select_windows`; a regex that is invalid or matches no
 range ends the command with exit code 2 and one line naming the input, the option, and
 the ranges that do exist::
 
@@ -17,9 +17,9 @@ from typing import Any, Iterator
 
 @contextmanager
 def window_errors(input: str | None, option: str) -> Iterator[None]:
-    """Turn a :class:`~opgraph.analysis.windows.WindowError` raised inside into an
+    """Turn a :class:`~opgraph.graph.windows.WindowError` raised inside into an
     :class:`~opgraph.errors.OpgraphInputError` on ``input`` worded for ``option``."""
-    from opgraph.analysis.windows import WindowError
+    from opgraph.graph.windows import WindowError
     from opgraph.errors import OpgraphInputError
 
     try:
@@ -33,7 +33,7 @@ def check_window(G: Any, input: str | None, window: str | None, option: str = "-
     invalid or matches no range of ``G`` (``None`` and ``"all"`` always select something)."""
     if window is None or window == "all" or not window:
         return
-    from opgraph.analysis.windows import select_windows
+    from opgraph.graph.windows import select_windows
 
     with window_errors(input, option):
         select_windows(G, window, lanes=False)

@@ -30,10 +30,10 @@ from typing import Any, Iterable
 import networkx as nx
 import numpy as np
 
-from opgraph.analysis.arrays import GraphArrays
+from opgraph.graph.arrays import GraphArrays
 from opgraph.analysis.breakdown import DEFAULT_MODULE_MARKERS, module_mask, short_kernel_name
 from opgraph.analysis.critical_path import BoundaryDAG, boundary_dag, segments, walk_back, window_sinks
-from opgraph.analysis.windows import select_windows
+from opgraph.graph.windows import select_windows
 
 COLLAPSE_MODES = ("op", "module")
 DEFAULT_MAX_NODES = 400
@@ -314,7 +314,7 @@ def graph_view(G: nx.DiGraph, window: str | None = None, critical_only: bool = F
     G : networkx.DiGraph
         A graph built by opgraph.
     window : str, optional
-        As ``critical-path --window`` (:func:`opgraph.analysis.windows.select_windows`):
+        As ``critical-path --window`` (:func:`opgraph.graph.windows.select_windows`):
         ``None`` for every step (``ProfilerStep#N``, else GPU ``ProfilerStep`` annotations,
         else NVTX ``Iteration N``; the whole trace when there are none), ``"all"``, or a
         regex matched against range names (all matches are drawn). The members of a window are the host events that start in it
@@ -334,7 +334,7 @@ def graph_view(G: nx.DiGraph, window: str | None = None, critical_only: bool = F
 
     Raises
     ------
-    opgraph.analysis.windows.WindowNotFound
+    opgraph.graph.windows.WindowNotFound
         When the window regex matches nothing (``WindowError``: not a valid regex).
     ValueError
         When the graph has no events to draw.

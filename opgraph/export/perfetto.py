@@ -26,7 +26,7 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
-from opgraph.analysis.arrays import GraphArrays
+from opgraph.graph.arrays import GraphArrays
 from opgraph.analysis.critical_path import (
     CATEGORIES, BoundaryDAG, CriticalPathResult, boundary_dag, critical_path,
 )
@@ -74,7 +74,7 @@ class Overlay:
 
 
 # --------------------------------------------------------------------------- lanes
-def _lane_codes(ev: pd.DataFrame) -> np.ndarray:
+def lane_codes(ev: pd.DataFrame) -> np.ndarray:
     """One int per (pid, tid) as written (int64; -1 when pid or tid is missing)."""
     pc = _codes(ev["pid"])
     tc = _codes(ev["tid"])
@@ -91,7 +91,8 @@ def _codes(s: pd.Series) -> np.ndarray:
     return codes.astype(np.int64)
 
 
-def _obj(ev: pd.DataFrame, col: str) -> np.ndarray:
+def object_column(ev: pd.DataFrame, col: str) -> np.ndarray:
+    """Column ``col`` of the event table as an object array (values as written)."""
     return ev[col].to_numpy(dtype=object)
 
 
@@ -237,13 +238,13 @@ def merge_args(*parts: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
 
 
 # --------------------------------------------------------------------------- flows
-class _SliceIndex:
+class SliceIndex:
     """The X events of a trace per (pid, tid) lane, sorted (lane, start, longest first),
     to find, inside a slice, the time not covered by any slice nested in it (where a
     viewer binds a flow end to that slice and not to a child)."""
 
     def __init__(self, ev: pd.DataFrame, lane: np.ndarray) -> None:
-        ph = _obj(ev, "ph")
+        ph = object_column(ev, "ph")
         ts = ev["ts_ns"].to_numpy()
         dur = ev["dur_ns"].to_numpy()
         has_ts = ev["has_ts"].to_numpy() if "has_ts" in ev else np.ones(len(ev), dtype=bool)
@@ -307,13 +308,13 @@ def critical_crossings(ev: pd.DataFrame, cp: Any) -> pd.DataFrame:
     df = pd.DataFrame(rows, columns=["src", "dst", "t", "bound_by"])
     if not len(df):
         return df
-    lane = _lane_codes(ev)
+    lane = lane_codes(ev)
     df = df[lane[df["src"].to_numpy()] != lane[df["dst"].to_numpy()]]
     return df.drop_duplicates(["src", "dst"]).reset_index(drop=True)
 
 
 def critical_flows(ev: pd.DataFrame, cp: Any, first_id: int,
-                   index: _SliceIndex | None = None) -> list[dict[str, Any]]:
+                   index: SliceIndex | None = None) -> list[dict[str, Any]]:
     """Flow events (v1 ``s``/``f`` pairs, ``bp: "e"``) for every critical-path hand-over
     between lanes. The ``s`` is placed inside the source slice and the ``f`` inside the
     destination slice, each at the point nearest the hand-over where that slice is the
@@ -321,11 +322,11 @@ def critical_flows(ev: pd.DataFrame, cp: Any, first_id: int,
     cross = critical_crossings(ev, cp)
     if not len(cross):
         return []
-    idx = index if index is not None else _SliceIndex(ev, _lane_codes(ev))
+    idx = index if index is not None else SliceIndex(ev, lane_codes(ev))
     ts = ev["ts_ns"].to_numpy()
     end = ts + np.maximum(ev["dur_ns"].to_numpy(), 0)
-    pid = _obj(ev, "pid")
-    tid = _obj(ev, "tid")
+    pid = object_column(ev, "pid")
+    tid = object_column(ev, "tid")
     out: list[dict[str, Any]] = []
     for i, (s, d, t, bb) in enumerate(zip(cross["src"].tolist(), cross["dst"].tolist(), cross["t"].tolist(),
                                           cross["bound_by"].tolist())):
@@ -349,18 +350,18 @@ def next_flow_id(ev: pd.DataFrame) -> int:
 
 
 # --------------------------------------------------------------------------- counters
-def _activities(arr: GraphArrays) -> pd.DataFrame:
+def activity_frame(arr: GraphArrays) -> pd.DataFrame:
     act = np.flatnonzero(arr.is_activity)
     return pd.DataFrame({"pos": act, "eid": arr.eid[act], "device": arr.device[act], "stream": arr.stream[act],
                          "ts": arr.ts[act], "end": arr.end[act]})
 
 
-def _device_pid(ev: pd.DataFrame, acts: pd.DataFrame) -> dict[int, Any]:
+def device_pids(ev: pd.DataFrame, acts: pd.DataFrame) -> dict[int, Any]:
     """The pid a device's activities are written under (that of its first activity)."""
     if not len(acts):
         return {}
     first = acts.sort_values("eid", kind="stable").drop_duplicates("device")
-    pid = _obj(ev, "pid")
+    pid = object_column(ev, "pid")
     return dict(zip(first["device"].tolist(), pid[first["eid"].to_numpy()].tolist()))
 
 
@@ -399,10 +400,10 @@ def gpu_busy_counters(arr: GraphArrays, ev: pd.DataFrame, acts: pd.DataFrame | N
                       pids: dict[int, Any] | None = None) -> list[dict[str, Any]]:
     """Counter ``GPU <d> busy`` (series ``streams``): the number of streams of device ``d``
     running an activity (kernel, memcpy, memset) at each instant; 0 = the GPU is idle."""
-    acts = _activities(arr) if acts is None else acts
+    acts = activity_frame(arr) if acts is None else acts
     if not len(acts):
         return []
-    pids = _device_pid(ev, acts) if pids is None else pids
+    pids = device_pids(ev, acts) if pids is None else pids
     u_dev, u_start, u_end = _stream_unions(acts["device"].to_numpy(), acts["stream"].to_numpy(),
                                            acts["ts"].to_numpy(), acts["end"].to_numpy())
     k, tt, v = _step_counter(np.concatenate([u_dev, u_dev]), np.concatenate([u_start, u_end]),
@@ -426,8 +427,8 @@ def queued_counters(arr: GraphArrays, ev: pd.DataFrame, acts: pd.DataFrame | Non
     if not len(ld):
         return []
     dev, stv = arr.device[ld], arr.stream[ld]
-    acts = _activities(arr) if acts is None else acts
-    pids = _device_pid(ev, acts) if pids is None else pids
+    acts = activity_frame(arr) if acts is None else acts
+    pids = device_pids(ev, acts) if pids is None else pids
     key = (dev.astype(np.int64) + 1) * (1 << 32) + (stv.astype(np.int64) + 1)
     k, tt, v = _step_counter(np.concatenate([key, key]), np.concatenate([t0, t1]),
                              np.concatenate([np.ones(len(t0), np.int64), -np.ones(len(t1), np.int64)]))
@@ -447,17 +448,17 @@ def activity_counters(arr: GraphArrays, ev: pd.DataFrame, acts: pd.DataFrame | N
                       pids: dict[int, Any] | None = None) -> list[dict[str, Any]]:
     """Counter ``GPU <d> activity`` (series ``compute``, ``comm``, ``memory``): how many
     activities of each kind run on device ``d`` at each instant (kernels matching
-    :data:`~opgraph.analysis.arrays.COMM_KERNEL_PATTERN` are ``comm``, memcpy / memset are
+    :data:`~opgraph.graph.linking.COMM_KERNEL_PATTERN` are ``comm``, memcpy / memset are
     ``memory``, other kernels ``compute``; docs/overlap.md). Exposed communication is where
     ``comm`` > 0 while ``compute`` = 0."""
     import re
 
-    from opgraph.analysis.arrays import COMM_KERNEL_PATTERN
+    from opgraph.graph.linking import COMM_KERNEL_PATTERN
 
-    acts = _activities(arr) if acts is None else acts
+    acts = activity_frame(arr) if acts is None else acts
     if not len(acts):
         return []
-    pids = _device_pid(ev, acts) if pids is None else pids
+    pids = device_pids(ev, acts) if pids is None else pids
     pos = acts["pos"].to_numpy()
     kinds = arr.kind[pos]
     comm = arr.names_match(re.compile(COMM_KERNEL_PATTERN))[pos]  # as opgraph overlap classifies them
@@ -543,16 +544,16 @@ def metadata_events(ev: pd.DataFrame, counter_pids: Iterable[Any] = ()) -> list[
     lanes are named ``GPU <d> stream <s>`` (their process ``GPU <d>``); CPU threads
     ``thread <tid>``, processes ``process <pid>``. Names the trace already has are never
     repeated or changed."""
-    ph = _obj(ev, "ph")
-    name = _obj(ev, "name")
-    pid = _obj(ev, "pid")
-    tid = _obj(ev, "tid")
+    ph = object_column(ev, "ph")
+    name = object_column(ev, "name")
+    pid = object_column(ev, "pid")
+    tid = object_column(ev, "tid")
     is_m = ph == "M"
     pm = np.flatnonzero(is_m & (name == "process_name"))
     tm = np.flatnonzero(is_m & (name == "thread_name"))
-    have_p = {_k(p) for p in pid[pm].tolist()}
-    have_t = {(_k(p), _k(t)) for p, t in zip(pid[tm].tolist(), tid[tm].tolist())}
-    lane = _lane_codes(ev)
+    have_p = {lane_key(p) for p in pid[pm].tolist()}
+    have_t = {(lane_key(p), lane_key(t)) for p, t in zip(pid[tm].tolist(), tid[tm].tolist())}
+    lane = lane_codes(ev)
     x = np.flatnonzero(np.isin(ph, ("X", "B", "E")) & (lane >= 0))
     if not len(x) and not counter_pids:
         return []
@@ -569,7 +570,7 @@ def metadata_events(ev: pd.DataFrame, counter_pids: Iterable[Any] = ()) -> list[
     pid_dev: dict[Any, int] = {}
     raw_pid: dict[Any, Any] = {}
     for ln, r in zip(lanes_u.tolist(), first_row.tolist()):
-        p, t = _k(pid[r]), _k(tid[r])
+        p, t = lane_key(pid[r]), lane_key(tid[r])
         raw_pid.setdefault(p, pid[r])
         g = gpu_row.get(ln)
         pid_gpu.setdefault(p, []).append(g is not None)
@@ -584,7 +585,7 @@ def metadata_events(ev: pd.DataFrame, counter_pids: Iterable[Any] = ()) -> list[
             label = f"thread {t}" if isinstance(t, int) else str(t)
         out.append({"ph": "M", "name": "thread_name", "pid": pid[r], "tid": tid[r], "args": {"name": label}})
     for p in counter_pids:
-        raw_pid.setdefault(_k(p), p)
+        raw_pid.setdefault(lane_key(p), p)
     for p, raw in raw_pid.items():
         if p in have_p:
             continue
@@ -597,7 +598,7 @@ def metadata_events(ev: pd.DataFrame, counter_pids: Iterable[Any] = ()) -> list[
     return out
 
 
-def _k(v: Any) -> Any:
+def lane_key(v: Any) -> Any:
     """Hashable identity of a pid/tid value (ints and their digit strings are the same)."""
     if isinstance(v, str) and v.isdigit():
         return int(v)
@@ -623,12 +624,12 @@ def build_overlay(G: nx.DiGraph, window: str | None = None, *, arr: GraphArrays 
         cp = critical_path(G, window=window, dag=dag if dag is not None else boundary_dag(G, arr))
     if idle is None:
         idle = idle_time(G, arr=arr)
-    lane = _lane_codes(ev)
+    lane = lane_codes(ev)
     ov = Overlay(windows=len(cp.windows))
     ov.add_args = merge_args(launch_args(arr), replay_args(G), copy_args(G), idle_args(idle), critical_args(cp))
-    ov.flows = critical_flows(ev, cp, next_flow_id(ev), _SliceIndex(ev, lane))
-    acts = _activities(arr)  # once for every counter family
-    dev_pids = _device_pid(ev, acts)
+    ov.flows = critical_flows(ev, cp, next_flow_id(ev), SliceIndex(ev, lane))
+    acts = activity_frame(arr)  # once for every counter family
+    dev_pids = device_pids(ev, acts)
     mem = memory_counters(ev, dev_pids)
     ov.counters = (gpu_busy_counters(arr, ev, acts, dev_pids) + activity_counters(arr, ev, acts, dev_pids)
                    + queued_counters(arr, ev, acts, dev_pids) + mem)

@@ -43,12 +43,12 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
-from opgraph.analysis.arrays import GraphArrays
+from opgraph.graph.arrays import GraphArrays
 from opgraph.analysis.crossrank import CROSS_CATEGORIES, CrossRankResult, crossrank_critical_path
 from opgraph.analysis.idle import idle_time
 from opgraph.analysis.stragglers import kernel_waits, per_collective
 from opgraph.export.perfetto import (
-    ARG_PREFIX, COUNTER_CAT, FLOW_MARGIN_NS, _activities, _device_pid, _k, _lane_codes, _obj, _SliceIndex,
+    ARG_PREFIX, COUNTER_CAT, FLOW_MARGIN_NS, activity_frame, device_pids, lane_key, lane_codes, object_column, SliceIndex,
     critical_args, critical_flows, gpu_busy_counters, idle_args, launch_args, merge_args, metadata_events,
     queued_counters,
 )
@@ -89,14 +89,14 @@ class RankLayout:
 
     def new_pid(self, orig: Any) -> int:
         """The exported pid of original pid ``orig`` of this rank."""
-        return self.pid_base + 1 + self._index[_k(orig)]
+        return self.pid_base + 1 + self._index[lane_key(orig)]
 
     def __post_init__(self) -> None:
         self._index: dict[Any, int] = {}
 
     def set_pids(self, pids: list[Any]) -> None:
         self.pids = pids
-        self._index = {_k(p): i for i, p in enumerate(pids)}
+        self._index = {lane_key(p): i for i, p in enumerate(pids)}
 
     def to_dict(self) -> dict[str, Any]:
         return {"rank": self.rank, "full": self.full, "pid_base": self.pid_base,
@@ -126,11 +126,11 @@ def remap_events(G: nx.DiGraph) -> tuple[pd.DataFrame, dict[int, RankLayout], in
     ``ts_ns`` is already on the aligned clock in a job graph (docs/multirank.md)."""
     job = G.graph["job"]
     ev: pd.DataFrame = G.graph["events"]
-    pid = _obj(ev, "pid")
+    pid = object_column(ev, "pid")
     fid = ev["flow_id"].to_numpy(np.int64)
     # distinct pids per rank in order of first appearance (digit strings = ints)
     codes, uniq = pd.factorize(pid, use_na_sentinel=True)
-    norm = np.array([_k(u) for u in uniq.tolist()] if len(uniq) else [], dtype=object)
+    norm = np.array([lane_key(u) for u in uniq.tolist()] if len(uniq) else [], dtype=object)
     rows = sorted(job["ranks"], key=lambda x: int(x["rank"]))
     local: dict[int, tuple[np.ndarray, list[Any]]] = {}
     for row in rows:
@@ -187,7 +187,7 @@ def rank_additions(G: nx.DiGraph, lay: RankLayout) -> tuple[dict[int, dict[str, 
     off = lay.lo
     args = {e + off: d for e, d in merge_args(launch_args(arr), idle_args(idle_time(H, arr=arr))).items()}
     counters = gpu_busy_counters(arr, ev_r) + queued_counters(arr, ev_r)
-    counter_pids = list(_device_pid(ev_r, _activities(arr)).values()) if counters else []
+    counter_pids = list(device_pids(ev_r, activity_frame(arr)).values()) if counters else []
     meta = metadata_events(ev_r, counter_pids)
     for e in counters + meta:
         e["pid"] = lay.new_pid(e["pid"])
@@ -200,14 +200,14 @@ def rank_additions(G: nx.DiGraph, lay: RankLayout) -> tuple[dict[int, dict[str, 
             e["args"] = {"name": prefix + e["args"]["name"], ARG_PREFIX + "rank": lay.rank, ARG_PREFIX + "pid": orig}
             named.add(e["pid"])
     # the trace's own process names and sort indices, rewritten in place (through args)
-    ph, name, pid = _obj(ev_r, "ph"), _obj(ev_r, "name"), _obj(ev_r, "pid")
+    ph, name, pid = object_column(ev_r, "ph"), object_column(ev_r, "name"), object_column(ev_r, "pid")
     rows_a = ev_r["args"].to_numpy(dtype=object)
     for i in np.flatnonzero((ph == "M") & np.isin(name, ("process_name", "process_sort_index"))).tolist():
         if pid[i] is None or pid[i] != pid[i]:
             continue
         p = lay.new_pid(pid[i])
         if name[i] == "process_name":
-            old = (rows_a[i] or {}).get("name", f"process {_k(pid[i])}")
+            old = (rows_a[i] or {}).get("name", f"process {lane_key(pid[i])}")
             extra = {"name": prefix + str(old), ARG_PREFIX + "rank": lay.rank, ARG_PREFIX + "pid": pid[i]}
             named.add(p)
         else:
@@ -219,7 +219,7 @@ def rank_additions(G: nx.DiGraph, lay: RankLayout) -> tuple[dict[int, dict[str, 
         p = lay.pid_base + 1 + i
         if p not in named:
             extra_ev.append({"ph": "M", "name": "process_name", "pid": p,
-                             "args": {"name": f"{prefix}process {_k(orig)}", ARG_PREFIX + "rank": lay.rank,
+                             "args": {"name": f"{prefix}process {lane_key(orig)}", ARG_PREFIX + "rank": lay.rank,
                                       ARG_PREFIX + "pid": orig}})
         if p not in sorted_:
             extra_ev.append({"ph": "M", "name": "process_sort_index", "pid": p, "args": {"sort_index": p}})
@@ -299,7 +299,7 @@ def _inside(a: int, b: int, t: int) -> int:
     return min(max(t, a + m), b - m)
 
 
-def collective_flows(ev: pd.DataFrame, w: pd.DataFrame, idx: _SliceIndex, first_id: int,
+def collective_flows(ev: pd.DataFrame, w: pd.DataFrame, idx: SliceIndex, first_id: int,
                      summarised: dict[tuple[int, int], tuple[int, int, int, int]]) -> list[dict[str, Any]]:
     """One v1 flow (``s``/``f``, cat :data:`COLL_FLOW_CAT`, ``bp: "e"``) per matched
     collective and participant other than the last-arriving rank: from the last rank's
@@ -310,7 +310,7 @@ def collective_flows(ev: pd.DataFrame, w: pd.DataFrame, idx: _SliceIndex, first_
         return []
     ts = ev["ts_ns"].to_numpy()
     end = ts + np.maximum(ev["dur_ns"].to_numpy(), 0)
-    pid, tid = _obj(ev, "pid"), _obj(ev, "tid")
+    pid, tid = object_column(ev, "pid"), object_column(ev, "tid")
 
     def point(rank: int, cid: int, node: int, t: int) -> tuple[Any, Any, int] | None:
         if node >= 0:
@@ -403,7 +403,7 @@ def build_job_overlay(G: nx.DiGraph, cr: CrossRankResult | None = None) -> JobOv
     parts.append(collective_args(w))
     parts.append(critical_args(cr, CROSS_CATEGORIES))
     summ_ev, summ_at = summarised_slices(job["collectives"], w, layouts)
-    idx = _SliceIndex(ev, _lane_codes(ev))
+    idx = SliceIndex(ev, lane_codes(ev))
     fids = ev["flow_id"].to_numpy(np.int64)
     first = max(int(fids.max()) if len(fids) else -1, 0) + 1
     crit = critical_flows(ev, cr, first, idx)

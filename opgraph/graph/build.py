@@ -14,7 +14,7 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
-import opgraph
+from opgraph.version import GRAPH_SCHEMA_VERSION, __version__
 from opgraph.graph.linking import (
     BLOCKING_COPY_RE, DEVICE_SYNC_RE, EVENT_SYNC_RE, LAUNCH_API_RE, LAUNCH_FLOW_CATS, PRE_TRACE_NS,
     STREAM_SYNC_RE, SYNC_RECORD_KINDS, Edges, StreamIndex, bind_points, link_launches,
@@ -254,8 +254,8 @@ def build_payload(table: EventTable, step: Step = _noop) -> dict[str, Any]:
         "distributed_info": meta.get("distributed_info", {}),
         "trace_metadata": meta.get("trace_metadata", {}),
         **({"graph_replay": meta["graph_replay"]} if meta.get("graph_replay") is not None else {}),
-        "schema_version": opgraph.GRAPH_SCHEMA_VERSION,
-        "opgraph_version": opgraph.__version__,
+        "schema_version": GRAPH_SCHEMA_VERSION,
+        "opgraph_version": __version__,
         "span_ns": span,
         "health": [hi.to_dict() for hi in health],
         "events": ev,

@@ -422,7 +422,6 @@ def check_graph(G: nx.DiGraph, path: str, file_size: int, require_opgraph: bool 
         if "kind" not in d:
             raise OpgraphInputError(path, f"edge {u} -> {v}: attribute 'kind' missing")
         raise OpgraphInputError(path, f"edge {u} -> {v}: 'kind' is {d['kind']!r:.60}, expected a string")
-    ekinds: set[Any] = set(ekind_list)
     # acyclic edge kinds: Kahn's algorithm over int arrays (build's check), networkx only to
     # name a cycle once one is known to exist
     if G.number_of_edges():

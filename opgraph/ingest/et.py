@@ -174,7 +174,9 @@ def tensor_keys(values: list, types: list) -> list[tuple[int, int, int]]:
     return out
 
 
-def _node_kind(n: EtNode) -> str:
+def node_kind(n: EtNode) -> str:
+    """The canonical event kind of an execution-trace node: ``meta`` for the process root,
+    ``annotation`` for thread roots, user scopes and bare labels, else ``cpu_op``."""
     if _PROCESS_ROOT.match(n.name):
         return "meta"
     if n.scope == USER_SCOPE or _THREAD_ROOT.match(n.name):
@@ -222,7 +224,7 @@ def read_et(src: SourceBytes, doc: Any) -> EventTable:
 def et_table(nodes: list[EtNode], top: dict[str, Any]) -> EventTable:
     n = len(nodes)
     start, end = _ordinal_times(nodes)
-    kinds = [_node_kind(x) for x in nodes]
+    kinds = [node_kind(x) for x in nodes]
     pid = top.get("pid", 0) if type(top.get("pid")) is int else 0
     args = []
     for x in nodes:

@@ -126,7 +126,7 @@ def read_kineto(path: str, src: SourceBytes | None = None, doc: Any = None) -> E
     rank = meta["distributed_info"].get("rank") if isinstance(meta["distributed_info"], dict) else None
     if isinstance(rank, int):
         table.events["rank"] = np.int64(rank)
-    _post_checks(table)
+    post_checks(table)
     check_times(table, src.path)
     limit_table_depth(table, src)  # args, extra and metadata: the bound of saved graphs
     return table
@@ -728,7 +728,7 @@ def _kind_categories() -> list[str]:
     return list(ALL_KINDS)
 
 
-def _post_checks(table: EventTable) -> None:
+def post_checks(table: EventTable) -> None:
     """Warnings that need the whole table (recoverable oddities)."""
     ev = table.events
     if ev.empty:

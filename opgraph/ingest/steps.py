@@ -1,7 +1,7 @@
 """The names of the ranges that mark iterations (steps), defined once for every layer.
 
 The readers (``ingest``), the graph builder (``graph``), the multi-rank worker and the one
-step/window selector (:mod:`opgraph.analysis.windows`) all recognise steps by these
+step/window selector (:mod:`opgraph.graph.windows`) all recognise steps by these
 patterns; nothing else in the code spells them.
 """
 

@@ -18,7 +18,7 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
-import opgraph
+from opgraph.version import GRAPH_SCHEMA_VERSION, __version__
 from opgraph.errors import OpgraphInputError
 from opgraph.multirank.executor import run
 from opgraph.multirank.identity import check_ranks, discover
@@ -342,8 +342,8 @@ def merge_results(results: list[RankResult]) -> dict[str, Any]:
         "device_properties": dev_props,
         "distributed_info": di,
         "trace_metadata": {},
-        "schema_version": opgraph.GRAPH_SCHEMA_VERSION,
-        "opgraph_version": opgraph.__version__,
+        "schema_version": GRAPH_SCHEMA_VERSION,
+        "opgraph_version": __version__,
         "span_ns": (int(span_lo or 0), int(span_hi or 0)),
         "health": health + warnings,
         "events": events,

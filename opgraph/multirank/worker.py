@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from opgraph.graph.linking import COMM_KERNEL_PATTERN
-from opgraph.analysis.windows import WindowColumns, select_windows
 from opgraph.errors import OpgraphInputError
+from opgraph.graph.linking import COMM_KERNEL_PATTERN
+from opgraph.graph.windows import WindowColumns, select_windows
 from opgraph.ingest.table import DEVICE_ACTIVITY_KINDS, NONE_ID
 from opgraph.multirank.identity import rank_from_filename
 
@@ -126,7 +126,7 @@ def rank_tables(payload: dict[str, Any], rank: int) -> tuple[pd.DataFrame, pd.Da
     """The collective table, the steps table and the summary of one rank's graph payload.
 
     Collective kernels are device activities whose name matches
-    :data:`~opgraph.analysis.arrays.COMM_KERNEL_PATTERN` or whose args carry
+    :data:`~opgraph.graph.linking.COMM_KERNEL_PATTERN` or whose args carry
     ``Collective name``; their process group, ``Seq``, collective name and message size
     come from the kernel's args, else from the nearest ``record_param_comms`` ancestor of
     the runtime call that launched it (launch edge, then nest edges upward), and the name

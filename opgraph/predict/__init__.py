@@ -22,7 +22,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from opgraph.analysis.arrays import GraphArrays
+from opgraph.graph.arrays import GraphArrays
 from opgraph.analysis.critical_path import CATEGORIES, CriticalPathResult, critical_path
 from opgraph.predict.replay import (
     NEVER, BoundaryModel, build_model, critical_dag, predicted_arrays, predicted_graph, simulate,
@@ -289,7 +289,7 @@ def predict(G: nx.DiGraph, transforms: list[Transform] | None = None, *, window:
         e[rm] = s[rm]
         pa.ts, pa.end = s, e
     t3 = time.perf_counter()
-    # windows are selected from the DAG's arrays (opgraph.analysis.windows.select_windows),
+    # windows are selected from the DAG's arrays (opgraph.graph.windows.select_windows),
     # so the predicted path's steps are the predicted step ranges
     cp_m = critical_path(G, window=window, dag=critical_dag(m, a))
     live = ap.lag > NEVER // 2

@@ -123,7 +123,7 @@ def et_ops(path: str, doc: Any, module_markers: tuple[str, ...] | None = None,
            data_markers: tuple[str, ...] = ("DataLoader",)) -> EtWalk:
     """The top-level operators of an ET document (see the module docstring)."""
     from opgraph.analysis.breakdown import DEFAULT_MODULE_MARKERS
-    from opgraph.ingest.et import _node_kind, normalise
+    from opgraph.ingest.et import node_kind, normalise
 
     markers = tuple(module_markers if module_markers is not None else DEFAULT_MODULE_MARKERS)
     nodes, top = normalise(path, doc)
@@ -135,7 +135,7 @@ def et_ops(path: str, doc: Any, module_markers: tuple[str, ...] | None = None,
     ops: list[EtOp] = []
     dl_roots: list[int] = []
     n_labels = n_dl = 0
-    kinds = {n.id: _node_kind(n) for n in nodes}
+    kinds = {n.id: node_kind(n) for n in nodes}
     for n in order:
         p = by_id.get(n.parent) if n.parent != n.id else None
         ptop, pdl, pstep = state.get(p.id, (-1, False, -1)) if p is not None else (-1, False, -1)

@@ -270,7 +270,7 @@ _MODEL_CLASS = {
     "attention": "attention", "norm": "norm", "softmax": "reduction",
     "gemm": "gemm", "conv": "conv", "conv_backward": "conv", "sdpa": "attention", "sdpa_backward": "attention",
     "layer_norm": "norm", "rms_norm": "norm", "group_norm": "norm", "batch_norm": "norm", "norm_backward": "norm",
-    "softmax": "reduction", "reduction": "reduction", "elementwise": "elementwise", "copy": "copy",
+    "reduction": "reduction", "elementwise": "elementwise", "copy": "copy",
     "embedding": "embedding", "tbe_lookup": "embedding", "collective": "comm",
 }
 OP_CLASSES = ("gemm", "conv", "attention", "norm", "reduction", "elementwise", "copy", "embedding", "comm", "other")

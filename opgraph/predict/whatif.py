@@ -321,7 +321,7 @@ def device_factors(G, target: str, source: str | None = None, arr=None) -> tuple
     known on both devices. Kernels without a model scale by the memory-bandwidth ratio.
     Collective kernels, copies and memsets keep their duration. Raises ``ValueError``
     (unknown device, no source device)."""
-    from opgraph.analysis.arrays import GraphArrays
+    from opgraph.graph.arrays import GraphArrays
     from opgraph.analysis.roofline import roofline
 
     a = arr if arr is not None else GraphArrays.from_graph(G)

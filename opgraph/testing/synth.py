@@ -177,7 +177,7 @@ class _EventWait:
     dst_stream: int
 
 
-class _Builder:
+class TraceBuilder:
     """Accumulates a scenario's timeline (ns) and renders trace + answers from it."""
 
     def __init__(self, name: str, *, old_format: bool = False, fractional: bool = False) -> None:
@@ -528,7 +528,7 @@ def _sweep_parents(evs: list[_Ev]) -> dict[int, _Ev | None]:
     return parents
 
 
-def _verify(b: _Builder) -> None:
+def _verify(b: TraceBuilder) -> None:
     """Check the construction obeys the rules the answers rely on (raises AssertionError)."""
     host_nodes = b.host + b.runtimes
     by_thread: dict[Any, list[_Ev]] = defaultdict(list)
@@ -559,7 +559,7 @@ def _verify(b: _Builder) -> None:
                    for a in b.activities), "nothing enqueued after the wait"
 
 
-def _sync_sources(b: _Builder, sy: _Sync) -> list[_Ev]:
+def _sync_sources(b: TraceBuilder, sy: _Sync) -> list[_Ev]:
     """The activities a synchronising call gets a ``sync`` edge from (docs/model.md)."""
     streams = sorted({a.args["stream"] for a in b.activities}) if sy.stream is None else [sy.stream]
     out = []
@@ -570,7 +570,7 @@ def _sync_sources(b: _Builder, sy: _Sync) -> list[_Ev]:
     return out
 
 
-def _edges_by_kind(b: _Builder) -> dict[str, int]:
+def _edges_by_kind(b: TraceBuilder) -> dict[str, int]:
     edges: Counter[str] = Counter()
     host_nodes = b.host + b.runtimes
     edges["nest"] = sum(ev.parent is not None for ev in host_nodes + b.activities)
@@ -585,7 +585,7 @@ def _edges_by_kind(b: _Builder) -> dict[str, int]:
     return {k: int(edges[k]) for k in EDGE_KINDS}
 
 
-def _gpu_answers(b: _Builder) -> tuple[dict[str, Any], dict[str, int]]:
+def _gpu_answers(b: TraceBuilder) -> tuple[dict[str, Any], dict[str, int]]:
     """GPU totals plus the idle causes (ns, docs/idle.md): every gap between merged device
     intervals, ended by activity ``x`` launched by call ``c``, is split in time order into
     host-late time (gap start to ``c``'s start) — ``sync_drain`` where the launching thread
@@ -636,7 +636,7 @@ def _gpu_answers(b: _Builder) -> tuple[dict[str, Any], dict[str, int]]:
     return gpu, causes
 
 
-def _step_answers(b: _Builder) -> list[dict[str, Any]]:
+def _step_answers(b: TraceBuilder) -> list[dict[str, Any]]:
     out = []
     for st in b.steps:
         acts = [a for a in b.activities if st.ts <= b.launcher[id(a)].ts < st.end]
@@ -650,7 +650,7 @@ def _step_answers(b: _Builder) -> list[dict[str, Any]]:
     return out
 
 
-def _answers(b: _Builder, events: list[_Ev], description: str) -> dict[str, Any]:
+def builder_answers(b: TraceBuilder, events: list[_Ev], description: str) -> dict[str, Any]:
     _verify(b)
     events_by_kind = Counter(e.kind for e in events)
     nodes = {k: int(events_by_kind[k]) for k in NODE_KINDS}
@@ -680,7 +680,7 @@ def _answers(b: _Builder, events: list[_Ev], description: str) -> dict[str, Any]
 
 
 # --------------------------------------------------------------------- scenarios
-def _cpu_bound(b: _Builder, steps: int, rng: random.Random) -> str:
+def _cpu_bound(b: TraceBuilder, steps: int, rng: random.Random) -> str:
     """Per step: 8 forward ops on the main thread (every other one ``aten::linear`` >
     ``aten::addmm``), each launching a 5 µs kernel, 60 µs apart; then 4 backward ops on the
     autograd thread (tid 101), each with a ``fwdbwd`` flow from a forward op."""
@@ -713,7 +713,7 @@ def _cpu_bound(b: _Builder, steps: int, rng: random.Random) -> str:
             "flows; the GPU idles waiting for launches.")
 
 
-def _gpu_bound(b: _Builder, steps: int, rng: random.Random) -> str:
+def _gpu_bound(b: TraceBuilder, steps: int, rng: random.Random) -> str:
     """Per step: a python_function around 6 ops launching 500 µs kernels 35 µs apart (they
     queue back to back), then cudaDeviceSynchronize until the last kernel ends + 2 µs; a
     gpu_user_annotation ProfilerStep range on stream 7."""
@@ -736,7 +736,7 @@ def _gpu_bound(b: _Builder, steps: int, rng: random.Random) -> str:
             "includes python_function and gpu_user_annotation ranges.")
 
 
-def _sync_every_op(b: _Builder, steps: int, rng: random.Random) -> str:
+def _sync_every_op(b: TraceBuilder, steps: int, rng: random.Random) -> str:
     """Per step: 5 ops, each launching a 50 µs kernel then cudaStreamSynchronize (with its
     ``Stream Sync`` cuda_sync event) until the kernel ends + 2 µs; 80 µs CPU gaps."""
     s = BASE_NS
@@ -756,7 +756,7 @@ def _sync_every_op(b: _Builder, steps: int, rng: random.Random) -> str:
             "waits for the CPU between kernels.")
 
 
-def _two_stream_event_wait(b: _Builder, steps: int, rng: random.Random) -> str:
+def _two_stream_event_wait(b: TraceBuilder, steps: int, rng: random.Random) -> str:
     """Per step: kernel A (200 µs) on stream 7; cudaEventRecord; cudaStreamWaitEvent makes
     stream 20 wait; kernel B (100 µs) on stream 20 starts when A ends; kernel C (50 µs) on
     stream 7 runs beside B; cudaDeviceSynchronize until B ends + 2 µs."""
@@ -784,7 +784,7 @@ def _two_stream_event_wait(b: _Builder, steps: int, rng: random.Random) -> str:
             "stream 7 after kernel A; kernels B (stream 20) and C (stream 7) overlap.")
 
 
-def _cuda_graph(b: _Builder, steps: int, rng: random.Random) -> str:
+def _cuda_graph(b: TraceBuilder, steps: int, rng: random.Random) -> str:
     """Per step: an HtoD memcpy (20 µs), then one cudaGraphLaunch whose correlation is
     carried by 6 kernels of 40 µs with 2 µs device-side gaps, then cudaStreamSynchronize."""
     s = BASE_NS
@@ -807,7 +807,7 @@ def _cuda_graph(b: _Builder, steps: int, rng: random.Random) -> str:
             "launch flow start, six ends); the 2 µs gaps between graph kernels are not CPU-induced.")
 
 
-def _old_format_2021(b: _Builder, steps: int, rng: random.Random) -> str:
+def _old_format_2021(b: TraceBuilder, steps: int, rng: random.Random) -> str:
     """Per step (2021 layout): memset, HtoD memcpy + cudaStreamSynchronize, 3 conv kernels
     (100 µs, queued), ``aten::item`` with a DtoH copy to pinned memory (asynchronous; a pageable one would block) + cudaStreamSynchronize."""
     s = BASE_NS
@@ -841,7 +841,7 @@ def _old_format_2021(b: _Builder, steps: int, rng: random.Random) -> str:
             "'async'/'launch' flows, ProfilerStep#N as an Operator.")
 
 
-def _ns_float(b: _Builder, steps: int, rng: random.Random) -> str:
+def _ns_float(b: TraceBuilder, steps: int, rng: random.Random) -> str:
     """Per step: 3 ops launching ~20 µs kernels and a cudaDeviceSynchronize, every time and
     duration with a seeded sub-µs part, starting at 1712195495519689.047 µs."""
 
@@ -908,7 +908,7 @@ _SHAPED_OPS: tuple[tuple[str, dict[str, Any], tuple[tuple[str, int], ...], tuple
 )
 
 
-def _gemm_shapes(b: _Builder, steps: int, rng: random.Random) -> str:
+def _gemm_shapes(b: TraceBuilder, steps: int, rng: random.Random) -> str:
     """Per step, in a python_function, ops with recorded shapes 25 µs apart, each launching
     kernels that queue back to back (:data:`_SHAPED_OPS`): ``aten::mm`` bf16 [1024, 4096] x
     [4096, 4096] (200 µs), twice ``aten::mm`` fp16 [100, 1000] x [1000, 30] (10 µs),
@@ -939,7 +939,7 @@ def _gemm_shapes(b: _Builder, steps: int, rng: random.Random) -> str:
 MIB = 1 << 20
 
 
-def _memory(b: _Builder, steps: int, rng: random.Random) -> str:
+def _memory(b: TraceBuilder, steps: int, rng: random.Random) -> str:
     """``profile_memory=True``: ``[memory]`` instants on the main thread (GPU 0, Device Type 1,
     and CPU, Device Type 0 / Device Id -1). GPU 0 holds 64 MiB before the trace (8 MiB of
     it a block freed in step 1), 128 MiB reserved, 160 MiB from step 1's ``aten::relu`` on.
@@ -1003,7 +1003,7 @@ def _ops_of(ev: _Ev) -> tuple[str, str]:
     return (ops[-1], ops[0]) if ops else ("(outside any op)", "(outside any op)")
 
 
-def _memory_answers(b: _Builder) -> dict[str, Any]:
+def _memory_answers(b: TraceBuilder) -> dict[str, Any]:
     """Ground truth of the ``[memory]`` events (bytes; times in ns), per device
     (``device_type``, ``device``): the allocated level starts at the trace's pre-trace total
     and moves by ``Bytes`` at each event (time order); ``peak`` = its first maximum,
@@ -1054,7 +1054,7 @@ def _memory_answers(b: _Builder) -> dict[str, Any]:
     return {"devices": out}
 
 
-_BUILDERS: dict[str, tuple[Callable[[_Builder, int, random.Random], str], dict[str, bool]]] = {
+_BUILDERS: dict[str, tuple[Callable[[TraceBuilder, int, random.Random], str], dict[str, bool]]] = {
     "cpu_bound": (_cpu_bound, {}),
     "gpu_bound": (_gpu_bound, {}),
     "sync_every_op": (_sync_every_op, {}),
@@ -1094,10 +1094,10 @@ def synthesize(name: str, steps: int = 3, seed: int = 0) -> Scenario:
     if steps < 1:
         raise ValueError("steps must be >= 1")
     fn, opts = _BUILDERS[name]
-    b = _Builder(name, **opts)
+    b = TraceBuilder(name, **opts)
     description = fn(b, steps, random.Random(seed))
     events, dicts = b.render()
-    answers = _answers(b, events, description)
+    answers = builder_answers(b, events, description)
     answers["steps_requested"] = steps
     answers["seed"] = seed
     if b.old:

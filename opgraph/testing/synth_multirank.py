@@ -2,7 +2,7 @@
 construction (one Kineto trace per rank).
 
 Built on :mod:`opgraph.testing.synth`'s timeline model (integer **ns**, every time a whole
-µs so the JSON is exact): each rank is a :class:`~opgraph.testing.synth._Builder` whose
+µs so the JSON is exact): each rank is a :class:`~opgraph.testing.synth.TraceBuilder` whose
 events are placed on the rank's **own** clock, ``local = true + skew[r]``. The model runs
 all ranks in lock step on a shared *true* clock; answers are computed from the model,
 never by re-parsing the JSON.
@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from opgraph.testing.synth import BASE_NS, STREAM, US, _Builder, _answers, trace_to_json
+from opgraph.testing.synth import BASE_NS, STREAM, US, TraceBuilder, builder_answers, trace_to_json
 
 #: Per step: (op name, ``Collective name`` as PyTorch writes it, normalised name, NCCL kernel,
 #: elements, transfer time µs).
@@ -122,7 +122,7 @@ def synthesize_job(world_size: int = 4, steps: int = 3, slow_rank: int = 2, seq:
         raise ValueError("steps must be >= 1")
     skew = [s * US for s in default_skew_us(world_size)]
     stagger = [s * US for s in default_stagger_us(world_size)]
-    builders = [_Builder(f"rank{r}") for r in range(world_size)]
+    builders = [TraceBuilder(f"rank{r}") for r in range(world_size)]
     ranks_str = "[" + ", ".join(str(r) for r in range(world_size)) + "]"
 
     def loc(r: int, t: int) -> int:   # true -> rank r's clock
@@ -210,7 +210,7 @@ def synthesize_job(world_size: int = 4, steps: int = 3, slow_rank: int = 2, seq:
     per_rank: list[dict[str, Any]] = []
     for r, b in enumerate(builders):
         events, dicts = b.render()
-        ans = _answers(b, events, f"rank {r} of a synthesized {world_size}-rank job")
+        ans = builder_answers(b, events, f"rank {r} of a synthesized {world_size}-rank job")
         doc = b.document(dicts)
         assert isinstance(doc, dict)
         doc["distributedInfo"] = {"backend": "nccl", "rank": r, "world_size": world_size}

@@ -24,7 +24,7 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 
-from opgraph.analysis.arrays import GraphArrays
+from opgraph.graph.arrays import GraphArrays
 from opgraph.analysis.critical_path.engine import (
     KERNEL_GAP_MAX_NS, LAUNCH_CALL_MAX_NS, LAUNCH_LATENCY_MAX_NS, BoundaryDAG, ExtraEdges, RawSegment,
     boundary_dag, boundary_times, dag_from_edges, pick_critical, segments, walk_back,
@@ -36,7 +36,7 @@ from opgraph.analysis.critical_path.model import (
 from opgraph.analysis.critical_path.result import (
     CriticalPathResult, PathSegment, WindowPath, breakdown_frame, path_frame, summarize_windows,
 )
-from opgraph.analysis.windows import Window, select_windows
+from opgraph.graph.windows import Window, select_windows
 
 __all__ = [
     "CATEGORIES", "WAIT_CATEGORIES", "ROLES", "R", "CAT", "PRIORITY", "ROLE_CATEGORY",
@@ -126,11 +126,11 @@ def critical_path(G: nx.DiGraph, window: str | None = None, dag: BoundaryDAG | N
     G : networkx.DiGraph
         A graph built by :func:`opgraph.graph.build_graph`.
     window : str, optional
-        ``None``: each step (:func:`opgraph.analysis.windows.select_windows`: ``ProfilerStep#N``
+        ``None``: each step (:func:`opgraph.graph.windows.select_windows`: ``ProfilerStep#N``
         host ranges, else GPU annotations, else NVTX ``Iteration N``), or the whole trace when
         there are none; ``"all"``: the whole trace; otherwise a regex matched against range
         names, one window per match (no match raises
-        :class:`opgraph.analysis.windows.WindowNotFound`).
+        :class:`opgraph.graph.windows.WindowNotFound`).
     dag : BoundaryDAG, optional
         A precomputed boundary DAG of ``G`` (to reuse across calls, or a replay's).
 

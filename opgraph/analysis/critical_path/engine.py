@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
-from opgraph.analysis.arrays import GraphArrays
+from opgraph.graph.arrays import GraphArrays
 from opgraph.graph.streams import LATE_START_NS
 from opgraph.analysis.critical_path.model import (
     CAT, PRIORITY, ROLES, R, BoundaryEdges, boundary_edges, edge_categories,

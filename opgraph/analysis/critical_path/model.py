@@ -45,7 +45,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from opgraph.analysis.arrays import COMM_KERNEL_PATTERN, GraphArrays
+from opgraph.graph.arrays import GraphArrays
+from opgraph.graph.linking import COMM_KERNEL_PATTERN
 from opgraph.graph.build import pageable_dtoh
 from opgraph.graph.linking import BLOCKING_COPY_RE, DEVICE_SYNC_RE, EVENT_SYNC_RE, STREAM_SYNC_RE
 from opgraph.graph.threads import BLOCKING_WAIT_RE

@@ -46,7 +46,7 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
-from opgraph.analysis.arrays import GraphArrays
+from opgraph.graph.arrays import GraphArrays
 from opgraph.ingest.steps import NVTX_ITERATION_RE, STEP_RE
 from opgraph.ingest.table import HOST_KINDS
 
@@ -267,7 +267,7 @@ class WindowColumns:
 
     @classmethod
     def from_arrays(cls, a: GraphArrays) -> "WindowColumns":
-        """Columns of :class:`~opgraph.analysis.arrays.GraphArrays` (lanes and launches included)."""
+        """Columns of :class:`~opgraph.graph.arrays.GraphArrays` (lanes and launches included)."""
         return cls(a.kind, a.name, a.ts, a.end, a.eid, a.lane, a.out_edges("launch")[0])
 
     @classmethod
@@ -298,7 +298,7 @@ class WindowColumns:
     @classmethod
     def of(cls, src: Any) -> "WindowColumns":
         """Columns of ``src``: a :class:`WindowColumns`, a
-        :class:`~opgraph.analysis.arrays.GraphArrays`, a networkx graph, or anything with a
+        :class:`~opgraph.graph.arrays.GraphArrays`, a networkx graph, or anything with a
         ``window_columns()`` method (the :class:`~opgraph.analysis.iterations.GraphFrame`)."""
         if isinstance(src, WindowColumns):
             return src

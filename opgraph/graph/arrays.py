@@ -14,7 +14,6 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
-from opgraph.graph.linking import COMM_KERNEL_PATTERN  # noqa: F401  (re-exported: communication kernel names)
 from opgraph.ingest.table import DEVICE_ACTIVITY_KINDS, HOST_KINDS
 
 
