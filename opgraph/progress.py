@@ -41,3 +41,24 @@ def phase_progress(label: str, phases: tuple[str, ...] = BUILD_PHASES,
 
         yield step
         prog.update(task, completed=len(phases))
+
+
+@contextmanager
+def rank_progress(label: str, enabled: bool | None = None) -> Iterator[Callable[[int, int], None]]:
+    """Yield ``progress(done, total)``; a rich bar of ranks done on a terminal, else silent."""
+    if enabled is None:
+        enabled = sys.stderr.isatty()
+    if not enabled:
+        yield lambda _d, _n: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=Console(stderr=True), transient=True) as prog:
+        task = prog.add_task(label, total=None)
+
+        def step(done: int, total: int) -> None:
+            prog.update(task, completed=done, total=total)
+
+        yield step

@@ -11,7 +11,8 @@ import click
 import pytest
 
 from conftest import ROOT, _run_cli, assert_one_line_error
-from opgraph.cli import JOB_COMMANDS, _fmt_ranks, main
+from opgraph.cli import NO_RANK_COMMANDS, main
+from opgraph.commands.base import fmt_ranks
 
 FIX = ROOT / "fixtures" / "multirank" / "seq"
 
@@ -28,7 +29,7 @@ def test_every_single_rank_command_has_rank_option() -> None:
     for name, cmd in main.commands.items():
         has = any(p.name == "rank" for p in cmd.params)
         takes_input = any(isinstance(p, click.Argument) for p in cmd.params)  # not e.g. `devices`
-        assert has == (name not in JOB_COMMANDS and takes_input), name
+        assert has == (name not in NO_RANK_COMMANDS and takes_input), name
 
 
 @pytest.mark.parametrize("cmd", [["idle"], ["iterations"], ["summary"], ["breakdown", "--host"], ["overheads"]])
@@ -70,10 +71,10 @@ def test_job_commands_still_take_the_whole_job(job: Path) -> None:
         assert json.loads(r.stdout)
 
 
-def test_fmt_ranks() -> None:
-    assert _fmt_ranks([0, 1, 2, 5, 7, 8]) == "0-2,5,7-8"
-    assert _fmt_ranks([3]) == "3"
-    assert _fmt_ranks([]) == "none"
+def testfmt_ranks() -> None:
+    assert fmt_ranks([0, 1, 2, 5, 7, 8]) == "0-2,5,7-8"
+    assert fmt_ranks([3]) == "3"
+    assert fmt_ranks([]) == "none"
 
 
 def test_rank_option_with_python_m(job: Path) -> None:
@@ -88,3 +89,23 @@ def test_rank_option_with_python_m(job: Path) -> None:
         d.pop("source", None)
         d.pop("input", None)
     assert da == db
+
+
+def test_report_html_with_rank(job: Path, tmp_path: Path) -> None:
+    """``report JOB --rank N --html`` writes rank N's page (it used to say "pass --rank N":
+    the page was loaded outside the command's --rank), and without --rank it stops with one
+    line like every single-rank command."""
+    out = tmp_path / "r.html"
+    r = _run_cli(["report", str(job), "--rank", "2", "--html", str(out)])
+    assert r.exit_code == 0, r.stderr
+    assert out.stat().st_size > 10_000 and "sections" in r.stderr
+    r = _run_cli(["report", str(job), "--html", str(tmp_path / "s.html")])
+    assert_one_line_error(r, job, "multi-rank job graph", "--rank")
+
+
+def test_report_html_with_csv_writes_both(tmp_path: Path) -> None:
+    """``--html`` with ``--csv DIR`` writes the page and the table (the table was dropped)."""
+    out, d = tmp_path / "r.html", tmp_path / "tables"
+    r = _run_cli(["report", str(FIX / "rank0.json"), "--html", str(out), "--csv", str(d)])
+    assert r.exit_code == 0, r.stderr
+    assert out.exists() and sorted(p.name for p in d.iterdir()) == ["rank0.report_kernel.csv"]

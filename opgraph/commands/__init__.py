@@ -1,11 +1,7 @@
-"""CLI commands that live in their own modules.
+"""The click commands of ``opgraph``, one module per command or family of commands.
 
-Every module in this package is imported by :mod:`opgraph.cli`; each registers its
-commands on ``opgraph.cli.main`` with ``@main.command()``.
+Each module defines its commands with ``@click.command()``; :mod:`opgraph.cli` lists them
+and adds them to the ``opgraph`` group. What commands share (loading the input with
+``--rank``, the multi-rank options, the output of a table command) is in
+:mod:`opgraph.commands.base`.
 """
-
-import importlib
-import pkgutil
-
-for _m in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-    importlib.import_module(f"{__name__}.{_m.name}")

@@ -5,20 +5,22 @@ from __future__ import annotations
 
 import click
 
-from opgraph.cli import _console, emit_result, load_input, main
+from opgraph.export.console import make_console
+from opgraph.commands.base import emit_result, load_input, rank_option
 from opgraph.table_options import TableFiles, table_file_options
 
 
-@main.command("advise")
+@click.command("advise")
+@rank_option
 @click.argument("input", type=str)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schemas/advise.schema.json).")
 @table_file_options
-def advise_cmd(input: str, as_json: bool, csv_dir: TableFiles | None) -> None:
+def advise_cmd(input: str, as_json: bool, csv_dir: TableFiles | None, rank: int | None = None) -> None:
     """Rules over the critical path, idle causes, launches, overlap, copies and memory that
     say what to try next, each with the time at stake and the numbers behind it."""
     from opgraph.analysis.recommendations import recommendations
     from opgraph.export.text_advise import render_advise
 
-    res = recommendations(load_input(input))
+    res = recommendations(load_input(input, rank=rank))
     emit_result(input, res.tables(), csv_dir, as_json, res.to_dict, "advise.schema.json",
-                lambda: render_advise(res.to_dict(), _console()))
+                lambda: render_advise(res.to_dict(), make_console()))

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import click
 
-from opgraph.cli import emit_json, load_input, main
+from opgraph.emit import emit_json
+from opgraph.commands.base import load_input, rank_option
+from opgraph.export.console import make_console
 from opgraph.commands.iterations import (
-    check_regex, console, markers, output_options, window_options,
+    check_regex, markers, output_options, window_options,
 )
 from opgraph.table_options import TableFiles, write_frames
 
 
-@main.command()
+@click.command()
+@rank_option
 @click.argument("input", type=str)
 @click.option("--host", "mode", flag_value="host", default=True, help="CPU op hierarchy per thread (default).")
 @click.option("--device", "mode", flag_value="device", help="Per device and stream: active/idle, CPU op → kernel tree.")
@@ -31,7 +34,7 @@ from opgraph.table_options import TableFiles, write_frames
 def breakdown(input: str, mode: str, depth: int, top: int | None, shapes: int, top_ops: int, with_python: bool,
               whole_trace: bool,
               step_regex: str | None, data_marker: tuple[str, ...], no_data_markers: bool, fmt: str | None,
-              as_json: bool, csv_dir: TableFiles | None) -> None:
+              as_json: bool, csv_dir: TableFiles | None, rank: int | None = None) -> None:
     """Where the time goes in INPUT, on the host (--host) or the device (--device).
 
     Entries are aggregated by name path over all occurrences; at every level the children,
@@ -44,7 +47,7 @@ def breakdown(input: str, mode: str, depth: int, top: int | None, shapes: int, t
     from opgraph.commands.window_option import window_errors
 
     check_regex(step_regex)
-    G = load_input(input, fmt)
+    G = load_input(input, fmt, rank=rank)
     f = graph_frame(G)
     with window_errors(input, "--step-regex"):
         w = analysis_window(f, step_regex, markers(data_marker, no_data_markers), use_steps=not whole_trace)
@@ -60,6 +63,6 @@ def breakdown(input: str, mode: str, depth: int, top: int | None, shapes: int, t
     elif csv_dir is None:
         from opgraph.export.tables import render_device_breakdown, render_host_breakdown
         if mode == "device":
-            render_device_breakdown(doc, console(), top_ops)
+            render_device_breakdown(doc, make_console(), top_ops)
         else:
-            render_host_breakdown(doc, console())
+            render_host_breakdown(doc, make_console())

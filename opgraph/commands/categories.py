@@ -5,22 +5,24 @@ from __future__ import annotations
 
 import click
 
-from opgraph.cli import _console, emit_result, load_input, main
+from opgraph.export.console import make_console
+from opgraph.commands.base import emit_result, load_input, rank_option
 from opgraph.table_options import TableFiles, table_file_options
 
 
-@main.command("categories")
+@click.command("categories")
+@rank_option
 @click.argument("input", type=str)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schemas/categories.schema.json).")
 @table_file_options
-def categories_cmd(input: str, as_json: bool, csv_dir: TableFiles | None) -> None:
+def categories_cmd(input: str, as_json: bool, csv_dir: TableFiles | None, rank: int | None = None) -> None:
     """GPU time by operation category (GEMM, conv, attention, norm, reduction, elementwise,
     embedding, copy, communication, memcpy/memset, other) and by kernel type."""
     from opgraph.analysis.categories import gpu_categories
 
     from opgraph.export.text_categories import render_categories
 
-    res = gpu_categories(load_input(input))
+    res = gpu_categories(load_input(input, rank=rank))
     tables = res.tables()
     emit_result(input, tables, csv_dir, as_json, res.to_dict, "categories.schema.json",
-                lambda: render_categories(tables, _console()))
+                lambda: render_categories(tables, make_console()))

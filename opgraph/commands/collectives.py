@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import click
 
-from opgraph.cli import _console, emit_result, load_input, main
+from opgraph.export.console import make_console
+from opgraph.commands.base import emit_result, load_input, rank_option
 from opgraph.table_options import TableFiles, table_file_options
 
 
-@main.command("collectives")
+@click.command("collectives")
+@rank_option
 @click.argument("input", type=str)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schemas/collectives.schema.json).")
 @table_file_options
-def collectives_cmd(input: str, as_json: bool, csv_dir: TableFiles | None) -> None:
+def collectives_cmd(input: str, as_json: bool, csv_dir: TableFiles | None, rank: int | None = None) -> None:
     """Communication kernels by collective, group size, dtype and message size: count,
     time, algorithm bandwidth and bus bandwidth (from the trace's own collective records).
     On a multi-rank job graph without --rank: one row per collective matched across ranks,
@@ -22,15 +24,15 @@ def collectives_cmd(input: str, as_json: bool, csv_dir: TableFiles | None) -> No
     from opgraph.analysis.collectives import collectives
     from opgraph.export.text_collectives import render_collectives, render_job_collectives
 
-    G = load_input(input, whole_job=True)
+    G = load_input(input, whole_job=True, rank=rank)
     if isinstance(G.graph.get("job"), dict):  # a job graph without --rank: matched across ranks
         from opgraph.analysis.job_tables import job_collectives
         from opgraph.multirank import rank_subgraph
 
         jres = job_collectives(G, rank_subgraph)
         emit_result(input, jres.tables(), csv_dir, as_json, jres.to_dict, "job-collectives.schema.json",
-                    lambda: render_job_collectives(jres.collectives, _console()))
+                    lambda: render_job_collectives(jres.collectives, make_console()))
         return
     res = collectives(G)
     emit_result(input, res.tables(), csv_dir, as_json, res.to_dict, "collectives.schema.json",
-                lambda: render_collectives(res.to_frame(), _console()))
+                lambda: render_collectives(res.to_frame(), make_console()))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from opgraph.cli import _console, emit_result, load_input, main
+from opgraph.export.console import make_console
+from opgraph.commands.base import emit_result, load_input, rank_option
 from opgraph.table_options import TableFiles, table_file_options
 from opgraph.errors import OpgraphInputError
 
@@ -27,10 +28,10 @@ def _crossrank(G, input: str, window: str | None, ranks: str | None, as_json: bo
         raise OpgraphInputError(input, str(e)) from None
     from opgraph.export.text_crossrank import render_crossrank_path
     emit_result(input, res.tables(), files, as_json, lambda: res.to_dict(with_path=not no_path),
-                "critical-path.schema.json", lambda: render_crossrank_path(res, _console(), top=top))
+                "critical-path.schema.json", lambda: render_crossrank_path(res, make_console(), top=top))
 
 
-@main.command("critical-path")
+@click.command("critical-path")
 @click.argument("input", type=str)
 @click.option("--window", default=None,
               help="'all' for the whole trace, or a regex matched against annotation/op names "
@@ -64,22 +65,23 @@ def critical_path_cmd(input: str, window: str | None, as_json: bool, no_path: bo
         res = critical_path(G, window=window)
     from opgraph.export.text import render_critical_path
     emit_result(input, res.tables(), csv_dir, as_json, lambda: res.to_dict(with_path=not no_path),
-                "critical-path.schema.json", lambda: render_critical_path(res, _console(), top=top))
+                "critical-path.schema.json", lambda: render_critical_path(res, make_console(), top=top))
 
 
-@main.command("idle")
+@click.command("idle")
+@rank_option
 @click.argument("input", type=str)
 @click.option("--kernel-wait-us", default=30.0, show_default=True,
               help="Per-stream gaps shorter than this that are not host waits count as kernel_wait.")
 @click.option("--top", default=15, show_default=True, help="Blamed CPU ops to list.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schemas/idle.schema.json).")
 @table_file_options
-def idle_cmd(input: str, kernel_wait_us: float, top: int, as_json: bool, csv_dir: TableFiles | None) -> None:
+def idle_cmd(input: str, kernel_wait_us: float, top: int, as_json: bool, csv_dir: TableFiles | None, rank: int | None = None) -> None:
     """GPU idle time per device and stream, CPU-induced idle, and the CPU ops to blame."""
     from opgraph.analysis.idle import idle_time
 
-    G = load_input(input)
+    G = load_input(input, rank=rank)
     res = idle_time(G, kernel_wait_us=kernel_wait_us)
     from opgraph.export.text import render_idle
     emit_result(input, res.tables(), csv_dir, as_json, lambda: res.to_dict(top=top), "idle.schema.json",
-                lambda: render_idle(res, _console(), top=top))
+                lambda: render_idle(res, make_console(), top=top))

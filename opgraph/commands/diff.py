@@ -6,7 +6,8 @@ from typing import Any
 
 import click
 
-from opgraph.cli import emit_json, load_input, main
+from opgraph.emit import emit_json
+from opgraph.commands.base import load_input, rank_option
 from opgraph.device_options import device_file_option
 from opgraph.table_options import TableFiles, table_file_options, write_frames
 from opgraph.errors import OpgraphInputError
@@ -104,7 +105,8 @@ def _render(doc: dict[str, Any], console: Any, top: int) -> None:
                               "or Iteration N)", "dim")))
 
 
-@main.command()
+@click.command()
+@rank_option
 @click.argument("a", type=str)
 @click.argument("b", type=str)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schemas/diff.schema.json).")
@@ -117,15 +119,15 @@ def _render(doc: dict[str, Any], console: Any, top: int) -> None:
 @click.option("--top", default=20, show_default=True, help="Rows per table in the terminal.")
 @table_file_options
 def diff(a: str, b: str, as_json: bool, name_level: str, include_same: bool, no_critical_path: bool,
-         dtype: str | None, top: int, csv_dir: TableFiles | None) -> None:
+         dtype: str | None, top: int, csv_dir: TableFiles | None, rank: int | None = None) -> None:
     """Compare trace B with trace A: kernels side by side, ops, step time and critical path.
 
     Deltas are B − A. Kernels are matched by normalised name, ops by name + input shapes +
     call path. Traces from different devices are fine (both peak tables are shown)."""
     from opgraph.analysis.diff import diff_graphs
 
-    Ga = load_input(a, label="loading a:")
-    Gb = load_input(b, label="loading b:")
+    Ga = load_input(a, label="loading a:", rank=rank)
+    Gb = load_input(b, label="loading b:", rank=rank)
     try:
         doc = diff_graphs(Ga, Gb, name_level=name_level, include_same=include_same, dtype=dtype,
                           with_critical_path=not no_critical_path)
@@ -139,5 +141,5 @@ def diff(a: str, b: str, as_json: bool, name_level: str, include_same: bool, no_
         return
     if csv_dir is not None:
         return
-    from opgraph.cli import _console
-    _render(doc, _console(), top)
+    from opgraph.export.console import make_console
+    _render(doc, make_console(), top)

@@ -3,8 +3,9 @@
     opgraph export g.gpickle --svg out.svg [--window REGEX|all] [--critical-only]
         [--collapse op|module] [--max-nodes 400]
 
-Registered on ``opgraph export`` through :func:`opgraph.commands.export.register_exporter`
-(``--window`` is the command's shared option, also used by ``--perfetto``).
+Offered by ``opgraph export`` (:mod:`opgraph.commands.export` lists :data:`DOT_EXPORTERS`
+and :data:`DOT_OPTIONS`; ``--window`` is the command's shared option, also used by
+``--perfetto``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 import click
 import networkx as nx
 
-from opgraph.commands.export import register_exporter, register_option
+from opgraph.commands.exporters import Exporter, exporter
 from opgraph.errors import OpgraphInputError
 from opgraph.export.dot import COLLAPSE_MODES, DEFAULT_MAX_NODES, MISSING_DOT, dot_program
 
@@ -64,22 +65,25 @@ def _need_dot(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     return value
 
 
-register_option(click.Option(
-    ["--critical-only"], is_flag=True, default=False,
-    help="--dot/--svg/--png: draw only the critical path and its one-hop neighbours."))
-register_option(click.Option(
-    ["--collapse"], type=click.Choice(COLLAPSE_MODES), default=None,
-    help="--dot/--svg/--png: draw sub-ops as their top-level op ('op') or innermost module range ('module')."))
-register_option(click.Option(
-    ["--max-nodes"], type=click.IntRange(min=0), default=DEFAULT_MAX_NODES, show_default=True,
-    help="--dot/--svg/--png: draw at most N nodes (critical path first, then the longest events; 0: no limit)."))
+#: The options of the pictures, declared on ``opgraph export``.
+DOT_OPTIONS: list[click.Option] = [
+    click.Option(["--critical-only"], is_flag=True, default=False,
+                 help="--dot/--svg/--png: draw only the critical path and its one-hop neighbours."),
+    click.Option(["--collapse"], type=click.Choice(COLLAPSE_MODES), default=None,
+                 help="--dot/--svg/--png: draw sub-ops as their top-level op ('op') or innermost module range "
+                      "('module')."),
+    click.Option(["--max-nodes"], type=click.IntRange(min=0), default=DEFAULT_MAX_NODES, show_default=True,
+                 help="--dot/--svg/--png: draw at most N nodes (critical path first, then the longest events; "
+                      "0: no limit)."),
+]
 
-register_exporter("dot", "--dot", run=_writer("dot"), suffixes=(".dot", ".gv"),
-                  help="Graphviz DOT file (.dot/.gv): swim lanes per thread and stream, the critical path "
-                       "highlighted (docs/pictures.md). Needs no Graphviz install.")
-_svg = register_exporter("svg", "--svg", run=_writer("svg"), suffixes=(".svg",),
-                         help="The same picture rendered to SVG by Graphviz's `dot`.")
-_png = register_exporter("png", "--png", run=_writer("png"), suffixes=(".png",),
-                         help="The same picture rendered to PNG by Graphviz's `dot`.")
-_svg.option.callback = _need_dot
-_png.option.callback = _need_dot
+#: ``--dot``, ``--svg``, ``--png``.
+DOT_EXPORTERS: list[Exporter] = [
+    exporter("dot", "--dot", run=_writer("dot"), suffixes=(".dot", ".gv"),
+             help="Graphviz DOT file (.dot/.gv): swim lanes per thread and stream, the critical path "
+                  "highlighted (docs/pictures.md). Needs no Graphviz install."),
+    exporter("svg", "--svg", run=_writer("svg"), suffixes=(".svg",), callback=_need_dot,
+             help="The same picture rendered to SVG by Graphviz's `dot`."),
+    exporter("png", "--png", run=_writer("png"), suffixes=(".png",), callback=_need_dot,
+             help="The same picture rendered to PNG by Graphviz's `dot`."),
+]

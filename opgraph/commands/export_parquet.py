@@ -8,7 +8,7 @@ from typing import Any
 
 import networkx as nx
 
-from opgraph.commands.export import register_exporter
+from opgraph.commands.exporters import exporter
 
 
 def _write(G: nx.DiGraph, path: str, opts: dict[str, Any]) -> str:
@@ -18,5 +18,6 @@ def _write(G: nx.DiGraph, path: str, opts: dict[str, Any]) -> str:
     return f"{path}: " + ", ".join(p.name for p in paths) + f" ({G.number_of_nodes()} nodes, {G.number_of_edges()} edges)"
 
 
-register_exporter("parquet", "--parquet", help="Folder for nodes.parquet and edges.parquet (needs pyarrow).",
-                  run=_write, run_job=_write, metavar="DIR")
+#: ``--parquet DIR``.
+PARQUET_EXPORTER = exporter("parquet", "--parquet", help="Folder for nodes.parquet and edges.parquet (needs pyarrow).",
+                            run=_write, run_job=_write, metavar="DIR")

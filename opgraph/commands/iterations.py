@@ -8,7 +8,9 @@ from typing import Any, Callable
 
 import click
 
-from opgraph.cli import emit_json, load_input, main
+from opgraph.emit import emit_json
+from opgraph.export.console import make_console
+from opgraph.commands.base import load_input, rank_option
 from opgraph.table_options import TableFiles, table_file_options, write_frames
 
 
@@ -63,19 +65,13 @@ def check_regex(step_regex: str | None) -> None:
             raise OpgraphInputError("--step-regex", f"{step_regex!r} is not a valid regex ({e})") from None
 
 
-def console():
-    """The console of the table commands (:func:`opgraph.cli._console`)."""
-    from opgraph.cli import _console
-
-    return _console()
-
-
-@main.command()
+@click.command()
+@rank_option
 @click.argument("input", type=str)
 @window_options
 @output_options
 def iterations(input: str, step_regex: str | None, data_marker: tuple[str, ...], no_data_markers: bool,
-               fmt: str | None, as_json: bool, csv_dir: TableFiles | None) -> None:
+               fmt: str | None, as_json: bool, csv_dir: TableFiles | None, rank: int | None = None) -> None:
     """Steps found in INPUT, each with its CPU span, GPU span, GPU busy and kernel time.
 
     A device activity belongs to the step in which the runtime call that launched it
@@ -84,7 +80,7 @@ def iterations(input: str, step_regex: str | None, data_marker: tuple[str, ...],
     from opgraph.commands.window_option import window_errors
 
     check_regex(step_regex)
-    G = load_input(input, fmt)
+    G = load_input(input, fmt, rank=rank)
     with window_errors(input, "--step-regex"):
         doc = iterations_doc(G, step_regex, markers(data_marker, no_data_markers))
     if csv_dir is not None:
@@ -94,4 +90,4 @@ def iterations(input: str, step_regex: str | None, data_marker: tuple[str, ...],
         emit_json(doc, "iterations.schema.json")
     elif csv_dir is None:
         from opgraph.export.tables import render_iterations
-        render_iterations(doc, console())
+        render_iterations(doc, make_console())

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import click
 
-from opgraph.cli import load_input, main
+from opgraph.commands.base import load_input, rank_option
 from opgraph.device_options import device_file_option
 from opgraph.json_option import json_flag, output_entry, outputs_doc
 from opgraph.errors import OpgraphInputError
 
 
-@main.command("kernel-models")
+@click.command("kernel-models")
+@rank_option
 @click.argument("input", type=str)
 @click.option("--lookup", "lookup", default=None, metavar="OUT.json",
               help="Write the measured lookup table (op name + shapes -> kernels and mean durations).")
@@ -28,7 +29,7 @@ from opgraph.errors import OpgraphInputError
                    "file's sha256): remove from INPUT's collective kernels the time they waited for the other "
                    "ranks, so the tables hold this rank's own transfer times.")
 def kernel_models_cmd(input: str, lookup: str | None, calibration: str | None, device: str | None,
-                      step_regex: str | None, job: str | None, as_json: bool = False) -> None:
+                      step_regex: str | None, job: str | None, as_json: bool = False, rank: int | None = None) -> None:
     """Measure INPUT's kernel models for `opgraph predict --et`: per top-level op (as
     `opgraph overheads` selects them), the kernels it launched with their mean durations,
     launch-API host costs, the gap before each op, and a roofline fit per op class."""
@@ -54,12 +55,12 @@ def kernel_models_cmd(input: str, lookup: str | None, calibration: str | None, d
             raise OpgraphInputError("--step-regex", f"invalid regex {step_regex!r}: {e}") from None
     if device is not None and device_peaks(device) is None:
         raise OpgraphInputError("--device", f"unknown device {device!r} (see `opgraph devices`)")
-    G = load_input(input)
+    G = load_input(input, rank=rank)
     waits = None
     if job is not None:
         from opgraph.analysis.stragglers import rank_comm_waits
 
-        J = load_input(job, job_ok=True)
+        J = load_input(job, job_ok=True, rank=rank)
         src = G.graph.get("source") if isinstance(G.graph.get("source"), dict) else {}
         try:
             rank, waits = rank_comm_waits(J, sha256=src.get("sha256"))
@@ -89,6 +90,6 @@ def kernel_models_cmd(input: str, lookup: str | None, calibration: str | None, d
         click.echo(msg, err=True)
         written.append(output_entry(calibration, "roofline calibration", msg))
     if as_json:
-        from opgraph.cli import emit_json
+        from opgraph.emit import emit_json
         emit_json(outputs_doc("kernel-models", (input,) + ((job,) if job else ()), written,
                               {"ops": int(len(po.ops))}), "outputs.schema.json")

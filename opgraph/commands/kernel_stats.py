@@ -5,22 +5,24 @@ from __future__ import annotations
 
 import click
 
-from opgraph.cli import _console, emit_result, load_input, main
+from opgraph.export.console import make_console
+from opgraph.commands.base import emit_result, load_input, rank_option
 from opgraph.table_options import TableFiles, table_file_options
 
 
-@main.command("kernels")
+@click.command("kernels")
+@rank_option
 @click.argument("input", type=str)
 @click.option("--top", type=click.IntRange(min=1), default=20, show_default=True,
               help="Kernel names shown in the terminal (--json/--csv: all).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schemas/kernel-stats.schema.json).")
 @table_file_options
-def kernels_cmd(input: str, top: int, as_json: bool, csv_dir: TableFiles | None) -> None:
+def kernels_cmd(input: str, top: int, as_json: bool, csv_dir: TableFiles | None, rank: int | None = None) -> None:
     """Per kernel name: count, time, launch shape, registers, shared memory, blocks per SM,
     estimated achieved occupancy and tensor-core use (the TensorBoard plugin's kernel view)."""
     from opgraph.analysis.kernel_stats import kernel_stats
     from opgraph.export.text_kernel_stats import render_kernel_stats
 
-    res = kernel_stats(load_input(input))
+    res = kernel_stats(load_input(input, rank=rank))
     emit_result(input, res.tables(), csv_dir, as_json, res.to_dict, "kernel-stats.schema.json",
-                lambda: render_kernel_stats(res.to_dict(), _console(), top))
+                lambda: render_kernel_stats(res.to_dict(), make_console(), top))

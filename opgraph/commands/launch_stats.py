@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import click
 
-from opgraph.cli import _console, emit_result, load_input, main
+from opgraph.export.console import make_console
+from opgraph.commands.base import emit_result, load_input, rank_option
 from opgraph.table_options import TableFiles, table_file_options
 
 
-@main.command("launch-stats")
+@click.command("launch-stats")
+@rank_option
 @click.argument("input", type=str)
 @click.option("--call-cutoff-us", type=click.FloatRange(min=0, max=1e9), default=50.0, show_default=True,
               help="Launch calls longer than this are outliers.")
@@ -19,14 +21,14 @@ from opgraph.table_options import TableFiles, table_file_options
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schemas/launch-stats.schema.json).")
 @table_file_options
 def launch_stats_cmd(input: str, call_cutoff_us: float, latency_cutoff_us: float, top: int, as_json: bool,
-                     csv_dir: TableFiles | None) -> None:
+                     csv_dir: TableFiles | None, rank: int | None = None) -> None:
     """Kernel launches: call time, delay after the call (queueing behind earlier work vs
     launch latency), outliers, and kernels shorter than their own launch call."""
     from opgraph.analysis.launch_stats import launch_stats
 
     from opgraph.export.text_launch import render_launch_stats
 
-    res = launch_stats(load_input(input), call_cutoff_us, latency_cutoff_us)
+    res = launch_stats(load_input(input, rank=rank), call_cutoff_us, latency_cutoff_us)
     tables = res.tables()
     emit_result(input, tables, csv_dir, as_json, lambda: res.to_dict(top), "launch-stats.schema.json",
-                lambda: render_launch_stats(tables, _console(), top))
+                lambda: render_launch_stats(tables, make_console(), top))

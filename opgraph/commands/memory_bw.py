@@ -5,21 +5,23 @@ from __future__ import annotations
 
 import click
 
-from opgraph.cli import _console, emit_result, load_input, main
+from opgraph.export.console import make_console
+from opgraph.commands.base import emit_result, load_input, rank_option
 from opgraph.table_options import TableFiles, table_file_options
 
 
-@main.command("memory-bw")
+@click.command("memory-bw")
+@rank_option
 @click.argument("input", type=str)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schemas/memory-bw.schema.json).")
 @table_file_options
-def memory_bw_cmd(input: str, as_json: bool, csv_dir: TableFiles | None) -> None:
+def memory_bw_cmd(input: str, as_json: bool, csv_dir: TableFiles | None, rank: int | None = None) -> None:
     """Memory copies and sets per device and kind: count, bytes, time and GB/s (from the
     exact durations the profiler's own bandwidth argument gives, not the µs-rounded ones)."""
     from opgraph.analysis.memory_bw import memory_bandwidth
 
     from opgraph.export.text_memory import render_memory_bw
 
-    res = memory_bandwidth(load_input(input))
+    res = memory_bandwidth(load_input(input, rank=rank))
     emit_result(input, res.tables(), csv_dir, as_json, res.to_dict, "memory-bw.schema.json",
-                lambda: render_memory_bw(res.to_frame(), _console()))
+                lambda: render_memory_bw(res.to_frame(), make_console()))

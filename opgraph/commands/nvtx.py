@@ -25,7 +25,9 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
-from opgraph.cli import _console, emit_json, load_input, main
+from opgraph.emit import emit_json
+from opgraph.export.console import make_console
+from opgraph.commands.base import load_input, rank_option
 from opgraph.table_options import TableFiles, table_file_options, write_frames
 from opgraph.ingest.steps import NVTX_ITERATION_PATTERN, STEP_PATTERN
 
@@ -142,7 +144,8 @@ def nvtx_summary(G: nx.DiGraph, step_regex: str | None = None) -> dict[str, Any]
             "step_regex": pattern, "iterations": its}
 
 
-@main.command("nvtx")
+@click.command("nvtx")
+@rank_option
 @click.argument("input", type=click.Path(dir_okay=False))
 @click.option("--step-regex", default=None, metavar="REGEX",
               help="Ranges listed as iterations (default: the steps, ProfilerStep#N else NVTX 'Iteration N'); "
@@ -152,7 +155,7 @@ def nvtx_summary(G: nx.DiGraph, step_regex: str | None = None) -> dict[str, Any]
 @click.option("--format", "fmt", default=None, help="Force the input format of a raw trace.")
 @table_file_options
 def nvtx_cmd(input: str, step_regex: str | None, top: int, as_json: bool, fmt: str | None,
-             csv_dir: TableFiles | None) -> None:
+             csv_dir: TableFiles | None, rank: int | None = None) -> None:
     """Per NVTX range name: count, CPU time and GPU projection (nvtx_gpu_proj_sum).
 
     A kernel belongs to a range when its launching API call lies inside the range on the
@@ -161,7 +164,7 @@ def nvtx_cmd(input: str, step_regex: str | None, top: int, as_json: bool, fmt: s
     from opgraph.commands.window_option import window_errors
 
     check_regex(step_regex)
-    G = load_input(input, fmt)
+    G = load_input(input, fmt, rank=rank)
     with window_errors(input, "--step-regex"):
         doc = nvtx_summary(G, step_regex)
     if csv_dir is not None:
@@ -174,7 +177,7 @@ def nvtx_cmd(input: str, step_regex: str | None, top: int, as_json: bool, fmt: s
         return
     from rich.table import Table
 
-    con = _console()
+    con = make_console()
     if not doc["ranges"]:
         con.print("no annotation (NVTX) ranges in this trace")
         return
@@ -198,17 +201,18 @@ def nvtx_cmd(input: str, step_regex: str | None, top: int, as_json: bool, fmt: s
         con.print(t)
 
 
-@main.command("enqueue-stats")
+@click.command("enqueue-stats")
+@rank_option
 @click.argument("input", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schemas/enqueue-stats.schema.json).")
 @click.option("--format", "fmt", default=None, help="Force the input format of a raw trace.")
 @table_file_options
-def enqueue_stats_cmd(input: str, as_json: bool, fmt: str | None, csv_dir: TableFiles | None) -> None:
+def enqueue_stats_cmd(input: str, as_json: bool, fmt: str | None, csv_dir: TableFiles | None, rank: int | None = None) -> None:
     """OpenCL (dv/dt) per-kernel enqueue stages: queued→submit, submit→start, execution
     and host overhead, per enqueue and per kernel name."""
     from opgraph.ingest.dvdt import enqueue_stats
 
-    G = load_input(input, fmt)
+    G = load_input(input, fmt, rank=rank)
     per, cum = enqueue_stats(G)
     doc = {"source": G.graph.get("source", {}),
            "kernels": [{k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in r.items()}
@@ -223,7 +227,7 @@ def enqueue_stats_cmd(input: str, as_json: bool, fmt: str | None, csv_dir: Table
         return
     from rich.table import Table
 
-    con = _console()
+    con = make_console()
     if not len(cum):
         con.print("no OpenCL kernel enqueues with device profiling in this trace")
         return

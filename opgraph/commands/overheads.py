@@ -5,14 +5,17 @@ from __future__ import annotations
 import click
 import orjson
 
-from opgraph.cli import emit_json, load_input, main
+from opgraph.emit import emit_json
+from opgraph.commands.base import load_input, rank_option
+from opgraph.export.console import make_console
 from opgraph.commands.iterations import (
-    check_regex, console, markers, output_options, window_options,
+    check_regex, markers, output_options, window_options,
 )
 from opgraph.table_options import TableFiles, write_frames
 
 
-@main.command()
+@click.command()
+@rank_option
 @click.argument("input", type=str)
 @click.option("-o", "--output", type=str, default=None,
               help="Write the overheads JSON here (validated by schemas/overheads.schema.json).")
@@ -36,7 +39,7 @@ from opgraph.table_options import TableFiles, write_frames
 def overheads(input: str, output: str | None, by_shapes: bool, t1_max_gap_us: float, t1_min_gap_us: float | None,
               launch_api: tuple[str, ...], module_marker: tuple[str, ...], drop_outliers: str, top: int, whole_trace: bool,
               step_regex: str | None, data_marker: tuple[str, ...], no_data_markers: bool, fmt: str | None,
-              as_json: bool, csv_dir: TableFiles | None) -> None:
+              as_json: bool, csv_dir: TableFiles | None, rank: int | None = None) -> None:
     """CPU overheads of INPUT: T1 (between ops), T2 (op start → first launch), T3 (last
     launch → op end), T4 (launch call, per API), T5 (between launches), and the durations
     of ops that launch nothing (taken whole). Mean, std and n in µs."""
@@ -54,7 +57,7 @@ def overheads(input: str, output: str | None, by_shapes: bool, t1_max_gap_us: fl
                        module_markers=tuple(module_marker) or DEFAULT_MODULE_MARKERS,
                        data_markers=markers(data_marker, no_data_markers), step_regex=step_regex,
                        drop_outliers=None if drop_outliers == "none" else drop_outliers)
-    G = load_input(input, fmt)
+    G = load_input(input, fmt, rank=rank)
     f = graph_frame(G)
     with window_errors(input, "--step-regex"):
         w = analysis_window(f, step_regex, p.data_markers, use_steps=not whole_trace)
@@ -74,4 +77,4 @@ def overheads(input: str, output: str | None, by_shapes: bool, t1_max_gap_us: fl
         emit_json(doc, "overheads.schema.json")
     elif csv_dir is None:
         from opgraph.export.tables import render_overheads
-        render_overheads(doc, console(), top)
+        render_overheads(doc, make_console(), top)

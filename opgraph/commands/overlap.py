@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import click
 
-from opgraph.cli import _console, emit_result, load_input, main
+from opgraph.export.console import make_console
+from opgraph.commands.base import emit_result, load_input, rank_option
 from opgraph.table_options import TableFiles, table_file_options
 
 
-@main.command("overlap")
+@click.command("overlap")
+@rank_option
 @click.argument("input", type=str)
 @click.option("--window", default=None,
               help="'all' for the whole trace, or a regex over range names (default: each step, plus 'all').")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schemas/overlap.schema.json).")
 @table_file_options
-def overlap_cmd(input: str, window: str | None, as_json: bool, csv_dir: TableFiles | None) -> None:
+def overlap_cmd(input: str, window: str | None, as_json: bool, csv_dir: TableFiles | None, rank: int | None = None) -> None:
     """GPU time per step and device: compute, communication and memory, how much of the
     communication overlaps computation, and the exposed communication and memory time.
     On a multi-rank job graph without --rank: every rank kept in full, one row per rank,
@@ -24,7 +26,7 @@ def overlap_cmd(input: str, window: str | None, as_json: bool, csv_dir: TableFil
     from opgraph.commands.window_option import check_window, window_errors
     from opgraph.export.text import render_overlap
 
-    G = load_input(input, whole_job=True)
+    G = load_input(input, whole_job=True, rank=rank)
     if isinstance(G.graph.get("job"), dict):  # a job graph without --rank: every rank kept in full
         from opgraph.analysis.job_tables import per_rank
         from opgraph.multirank import rank_subgraph
@@ -44,11 +46,11 @@ def overlap_cmd(input: str, window: str | None, as_json: bool, csv_dir: TableFil
                     "kernel_pattern_comm": COMM_KERNEL_PATTERN,
                     "rows": json_records(tables["overlap"]) if "overlap" in tables else []}
         emit_result(input, tables, csv_dir, as_json, doc, "overlap.schema.json",
-                    lambda: render_overlap(tables["overlap"], _console()))
+                    lambda: render_overlap(tables["overlap"], make_console()))
         return
     check_window(G, input, window)
     with window_errors(input, "--window"):
         res = comm_overlap(G, window)
     tables = res.tables()
     emit_result(input, tables, csv_dir, as_json, res.to_dict, "overlap.schema.json",
-                lambda: render_overlap(tables["overlap"], _console()))
+                lambda: render_overlap(tables["overlap"], make_console()))

@@ -7,13 +7,16 @@ from typing import Any
 
 import click
 
-from opgraph.cli import _console, emit_json, load_input, main
+from opgraph.emit import emit_json
+from opgraph.export.console import make_console
+from opgraph.commands.base import load_input, rank_option
 from opgraph.device_options import device_file_option
 from opgraph.table_options import TableFiles, table_file_options, write_frames
 from opgraph.errors import OpgraphInputError
 
 
-@main.command("predict")
+@click.command("predict")
+@rank_option
 @click.argument("input", type=str, required=False)
 @click.option("--et", "et", default=None, metavar="ET.json",
               help="ET-driven prediction: simulate this PyTorch execution trace (needs --overheads and --device).")
@@ -64,7 +67,7 @@ def predict_cmd(input: str, replay: bool, scale_kernels: tuple[str, ...], scale_
                 perfetto: str | None, as_json: bool, with_path: bool, et: str | None = None,
                 overheads: str | None = None, lookup: str | None = None, calibration: str | None = None,
                 data_loading: str = "profile", hit_rate: str = "all_rows", gap_mode: str = "measured",
-                csv_dir: TableFiles | None = None) -> None:
+                csv_dir: TableFiles | None = None, rank: int | None = None) -> None:
     """Replay INPUT's timeline from its dependency graph, or predict it under what-if
     transforms: per-step time, GPU busy/idle and critical-path composition, against the
     measured trace. With --et (no INPUT): predict an execution trace's iteration time from
@@ -103,7 +106,7 @@ def predict_cmd(input: str, replay: bool, scale_kernels: tuple[str, ...], scale_
             raise OpgraphInputError(perfetto, "unknown output type: use .json or .json.gz")
         from opgraph.outfiles import check_output_path
         check_output_path(perfetto, (input,))  # not the input, not a folder or FIFO; folders are created
-    G = load_input(input)
+    G = load_input(input, rank=rank)
     check_window(G, input, window)
     try:
         res = predict(G, transforms, window=window, source_device=source_device, infer=not no_infer)
@@ -154,7 +157,7 @@ def _predict_et(input: str | None, et: str, overheads: str | None, device: str |
 
     from opgraph.export.console import styled
 
-    con = _console()
+    con = make_console()
     con.print(styled(("opgraph predict --et", "bold"), f" {et} on {doc['inputs']['device']}"))
     t = Table()
     for c in ("step", "E2E µs", "CPU µs", "GPU active µs", "data loading µs", "ops", "lookup", "analytic",
@@ -178,7 +181,7 @@ def _render(doc: dict[str, Any], perfetto: str | None) -> None:
 
     from opgraph.export.console import styled
 
-    con = _console()
+    con = make_console()
     s = doc["summary"]
     title = ("replay" if doc["mode"] == "replay" else "what-if") + (
         ": " + "; ".join(_tr_text(t) for t in doc["transforms"]) if doc["transforms"] else "")

@@ -5,23 +5,25 @@ from __future__ import annotations
 
 import click
 
-from opgraph.cli import _console, emit_result, load_input, main
+from opgraph.export.console import make_console
+from opgraph.commands.base import emit_result, load_input, rank_option
 from opgraph.table_options import TableFiles, table_file_options
 
 
-@main.command("queue")
+@click.command("queue")
+@rank_option
 @click.argument("input", type=str)
 @click.option("--limit", type=click.IntRange(min=1, max=1 << 30), default=1024, show_default=True,
               help="Queue length at which launches block the host (CUDA's launch queue depth).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schemas/queue-length.schema.json).")
 @table_file_options
-def queue_cmd(input: str, limit: int, as_json: bool, csv_dir: TableFiles | None) -> None:
+def queue_cmd(input: str, limit: int, as_json: bool, csv_dir: TableFiles | None, rank: int | None = None) -> None:
     """Per stream: how many launched activities wait or run, over time (max, time-weighted
     mean, p50, p90) and how long the queue sat at its limit."""
     from opgraph.analysis.queue_length import queue_length
 
     from opgraph.export.text_queue import render_queue_length
 
-    res = queue_length(load_input(input), limit)
+    res = queue_length(load_input(input, rank=rank), limit)
     emit_result(input, res.tables(), csv_dir, as_json, res.to_dict, "queue-length.schema.json",
-                lambda: render_queue_length(res.to_frame(), _console()))
+                lambda: render_queue_length(res.to_frame(), make_console()))

@@ -8,7 +8,9 @@ from typing import Any
 import click
 
 from opgraph.analysis.diff import kernel_label
-from opgraph.cli import _console, emit_json, load_input, main
+from opgraph.emit import emit_json
+from opgraph.export.console import make_console
+from opgraph.commands.base import load_input, rank_option
 from opgraph.device_options import device_file_option
 from opgraph.json_option import json_flag, output_entry, outputs_doc
 from opgraph.table_options import TableFiles, table_file_options, write_frames
@@ -29,7 +31,7 @@ def _roofline(source: Any, path: str, device: str | None, dtype: str | None):
 
 
 # --------------------------------------------------------------------------- augment
-@main.command()
+@click.command()
 @click.argument("trace", type=str)
 @click.option("-o", "--output", required=True, type=str,
               help="The augmented trace: .json or .json.gz (Chrome/Perfetto trace JSON).")
@@ -45,55 +47,15 @@ def augment(trace: str, output: str, device: str | None, dtype: str | None, fmt:
     Every original event is written unchanged; ops and kernels with a cost model gain
     kernel_flop, kernel_num_gb, achieved_tflops, achieved_gbps, pct_peak_flops,
     pct_peak_bw, arithmetic_intensity and roofline_bound."""
-    import gc
-
-    import networkx as nx
-
-    from opgraph.analysis.roofline import TraceColumns, augment_args, summarize
-    from opgraph.export.chrome import write_trace
-    from opgraph.graph.io import read_input
-    from opgraph.outfiles import check_output_path
+    from opgraph.pipelines import augment_file
     from opgraph.progress import BUILD_PHASES, phase_progress
 
-    if not (output.endswith(".json") or output.endswith(".json.gz")):
-        raise OpgraphInputError(output, "unknown output type: use .json or .json.gz")
-    check_output_path(output, (trace,))  # before any work: not the input, not a folder or FIFO
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        phases = tuple(p for p in BUILD_PHASES if p != "save") + ("roofline", "write")
-        with phase_progress(f"augmenting {os.path.basename(trace)}", phases) as step:
-            got = read_input(trace, format=fmt, step=step)
-            if isinstance(got, nx.DiGraph):
-                cols = TraceColumns.from_graph(got)
-                shell = got
-            else:
-                step("nesting")
-                cols = TraceColumns.from_table(got)
-                shell = nx.DiGraph()
-                shell.graph.update(cols.graph)
-                del got
-            if shell.graph.get("events") is None:
-                raise OpgraphInputError(trace, "this graph carries no events table to write back")
-            step("roofline")
-            res = _roofline(cols, trace, device, dtype)
-            del cols
-            add = augment_args(res)
-            step("write")
-            write_trace(shell, output, add_args=add, inputs=(trace,))
-    finally:
-        if was:
-            gc.enable()
-    s = summarize(res)
-    cov = s["coverage_time_pct"]
-    n_ann = sum(1 for v in add.values() if "kernel_flop" in v)
-    msg = (f"{output}: {n_ann:,} events annotated; {s['modelled_kernels']:,}/{s['kernels']:,} kernels have a model"
-           + (f" ({cov:.1f}% of kernel time)" if cov is not None else ""))
-    click.echo(msg, err=True)
+    phases = tuple(p for p in BUILD_PHASES if p != "save") + ("roofline", "write")
+    with phase_progress(f"augmenting {os.path.basename(trace)}", phases) as step:
+        res = augment_file(trace, output, fmt=fmt, device=device, dtype=dtype, step=step)
+    click.echo(res.message, err=True)
     if as_json:
-        emit_json(outputs_doc("augment", (trace,), [output_entry(output, "chrome trace", msg)],
-                              {"events_annotated": n_ann, "kernels": int(s["kernels"]),
-                               "modelled_kernels": int(s["modelled_kernels"]), "coverage_time_pct": cov}),
+        emit_json(outputs_doc("augment", (trace,), [output_entry(output, "chrome trace", res.message)], res.counts),
                   "outputs.schema.json")
 
 
@@ -178,7 +140,8 @@ def _render_report(doc: dict[str, Any], console: Any, top: int, graph_replays: b
         console.print(nt)
 
 
-@main.command()
+@click.command()
+@rank_option
 @click.argument("input", type=str)
 @click.option("--by", type=click.Choice(["kernel", "op"]), default="kernel", show_default=True,
               help="One row per kernel name or per op name.")
@@ -188,16 +151,33 @@ def _render_report(doc: dict[str, Any], console: Any, top: int, graph_replays: b
 @device_file_option
 @click.option("--dtype", default=None, help=_DTYPE_HELP)
 @click.option("--top", default=None, type=int, help="Rows shown (default: 30 in the terminal, all with --json/--csv).")
+@click.option("--html", "html", default=None, metavar="PATH", type=click.Path(dir_okay=False),
+              help="Write the one-file interactive HTML report (summary, critical path, idle, breakdowns, "
+                   "roofline, overheads, trace health; docs/pictures.md). Opens offline.")
+@click.option("--batch-size", "batch_size", default=None, type=click.IntRange(min=1),
+              help="With --html: samples per step, for the report's QPS card.")
 def report(input: str, by: str, as_json: bool, csv_dir: TableFiles | None, device: str | None, dtype: str | None,
-           top: int | None) -> None:
+           top: int | None, html: str | None = None, batch_size: int | None = None, rank: int | None = None) -> None:
     """Roofline table of INPUT: count, time, FLOPs, bytes, achieved TFLOP/s and GB/s, % of
-    peak and the bound (compute/memory) per kernel or op."""
+    peak and the bound (compute/memory) per kernel or op.
+
+    With --html PATH: the one-file HTML report instead (with --json or --csv as well, the
+    table is also written as asked)."""
     from opgraph.analysis.roofline import group_table, report_doc
+
+    if html is None and batch_size is not None:
+        raise click.UsageError("--batch-size goes with --html (it sets the report's QPS)")
+    if html is not None:
+        from opgraph.commands.report_html import write_html
+
+        write_html(input, html, batch_size, device, dtype, rank)
+        if not as_json and csv_dir is None:
+            return
 
     to_stdout = csv_dir is not None and csv_dir.csv == "-"
     if as_json and to_stdout:
         raise click.UsageError("--json and --csv - both write to stdout")
-    G = load_input(input)
+    G = load_input(input, rank=rank)
     res = _roofline(G, input, device, dtype)
     if csv_dir is not None:
         tab = group_table(res, by)
@@ -215,11 +195,11 @@ def report(input: str, by: str, as_json: bool, csv_dir: TableFiles | None, devic
     if as_json:
         emit_json(doc, "report.schema.json")
         return
-    _render_report(doc, _console(), top or 30, graph_replays=bool(G.graph.get("graph_replay")))
+    _render_report(doc, make_console(), top or 30, graph_replays=bool(G.graph.get("graph_replay")))
 
 
 # --------------------------------------------------------------------------- devices
-@main.command()
+@click.command()
 @click.option("--json", "as_json", is_flag=True,
               help="The table as JSON (the devices.json document, schemas/devices.schema.json).")
 @click.option("--name", default=None, help="Show only the entry this runtime or table name resolves to.")
@@ -272,7 +252,7 @@ def devices(as_json: bool, name: str | None, sparse: bool, csv_dir: TableFiles |
         t.add_row(str(j), e["name"], e["vendor"], e.get("arch") or "", str(e.get("num_sms") or ""),
                   f"{e['memory_gb']:g}", f"{e['dram_gbps']:g}",
                   *[("" if pk.get(k) is None else f"{pk[k]:g}") for k in PEAK_DTYPES])
-    console = _console()
+    console = make_console()
     console.print(t)
     console.print("Sources:")
     for s, j in sources.items():

@@ -7,12 +7,14 @@ import re
 
 import click
 
-from opgraph.cli import _console, emit_result, load_input, main
+from opgraph.export.console import make_console
+from opgraph.commands.base import emit_result, load_input, rank_option
 from opgraph.errors import OpgraphInputError
 from opgraph.table_options import TableFiles, table_file_options
 
 
-@main.command("sequences")
+@click.command("sequences")
+@rank_option
 @click.argument("input", type=str)
 @click.option("--op", default=None, metavar="REGEX",
               help="Only kernels launched inside ops matching REGEX, one sequence per op call (HTA's view).")
@@ -27,7 +29,7 @@ from opgraph.table_options import TableFiles, table_file_options
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schemas/sequences.schema.json).")
 @table_file_options
 def sequences_cmd(input: str, op: str | None, min_length: int, max_length: int, top: int, whole_calls: bool,
-                  as_json: bool, csv_dir: TableFiles | None) -> None:
+                  as_json: bool, csv_dir: TableFiles | None, rank: int | None = None) -> None:
     """Runs of consecutive kernels on a stream that repeat, most GPU time first: where
     fusing kernels or capturing a CUDA graph would pay."""
     from opgraph.analysis.sequences import kernel_sequences
@@ -42,6 +44,6 @@ def sequences_cmd(input: str, op: str | None, min_length: int, max_length: int, 
             re.compile(op)
         except re.error as e:
             raise OpgraphInputError(input, f"--op {op!r}: not a regular expression ({e})") from None
-    res = kernel_sequences(load_input(input), op, min_length, max_length, top, whole_calls)
+    res = kernel_sequences(load_input(input, rank=rank), op, min_length, max_length, top, whole_calls)
     emit_result(input, res.tables(), csv_dir, as_json, res.to_dict, "sequences.schema.json",
-                lambda: render_sequences(res.to_dict(), _console()))
+                lambda: render_sequences(res.to_dict(), make_console()))

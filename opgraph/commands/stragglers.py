@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import click
 
-from opgraph.cli import _console, emit_result, load_input, main
+from opgraph.export.console import make_console
+from opgraph.commands.base import emit_result, load_input
 from opgraph.table_options import TableFiles, table_file_options
 from opgraph.errors import OpgraphInputError
 
 
-@main.command("stragglers")
+@click.command("stragglers")
 @click.argument("input", type=str)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schemas/stragglers.schema.json).")
 @click.option("--top", default=15, show_default=True,
@@ -27,4 +28,4 @@ def stragglers_cmd(input: str, as_json: bool, top: int, csv_dir: TableFiles | No
     rep = stragglers(G)
     from opgraph.export.text_crossrank import render_stragglers
     emit_result(input, rep.tables(), csv_dir, as_json, rep.to_dict, "stragglers.schema.json",
-                lambda: render_stragglers(rep, _console(), top=top))
+                lambda: render_stragglers(rep, make_console(), top=top))

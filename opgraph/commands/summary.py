@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import click
 
-from opgraph.cli import emit_json, is_multirank_input, load_input, main, multirank_options
+from opgraph.emit import emit_json
+from opgraph.commands.base import is_multirank_input, load_input, multirank_options, rank_option
+from opgraph.export.console import make_console
 from opgraph.commands.iterations import (
-    check_regex, console, markers, output_options, window_options,
+    check_regex, markers, output_options, window_options,
 )
 from opgraph.table_options import TableFiles, write_frames
 
 
-@main.command()
+@click.command()
+@rank_option
 @click.argument("input", type=str)
 @click.option("--batch-size", type=click.IntRange(min=1), default=None,
               help="Samples per step; QPS = steps × batch size / host runtime (never assumed).")
@@ -20,7 +23,7 @@ from opgraph.table_options import TableFiles, write_frames
 @multirank_options
 def summary(input: str, batch_size: int | None, step_regex: str | None, data_marker: tuple[str, ...],
             no_data_markers: bool, fmt: str | None, as_json: bool, csv_dir: TableFiles | None,
-            scheduler: str | None, workers: int | None) -> None:
+            scheduler: str | None, workers: int | None, rank: int | None = None) -> None:
     """Step time, QPS and GPU busy / idle / multistream overlap of INPUT.
 
     Host runtime = steps' span − data loading; per device: busy = union of activity
@@ -32,13 +35,21 @@ def summary(input: str, batch_size: int | None, step_regex: str | None, data_mar
     from opgraph.analysis.multistream import summary_doc
 
     if is_multirank_input([input]) or scheduler:
-        from opgraph.multirank.commands import summary_command
-        summary_command([input], workers, scheduler, as_json)
+        from opgraph.export.text_multirank import render_multirank_summary
+        from opgraph.pipelines import job_summary
+        from opgraph.progress import rank_progress
+
+        with rank_progress("summarising ranks") as progress:
+            job_doc = job_summary([input], workers=workers, scheduler=scheduler, progress=progress)
+        if as_json:
+            emit_json(job_doc, "multirank-summary.schema.json")
+        else:
+            render_multirank_summary(job_doc, make_console())
         return
     from opgraph.commands.window_option import window_errors
 
     check_regex(step_regex)
-    G = load_input(input, fmt)
+    G = load_input(input, fmt, rank=rank)
     with window_errors(input, "--step-regex"):
         doc = summary_doc(G, batch_size, step_regex, markers(data_marker, no_data_markers))
     if csv_dir is not None:
@@ -48,4 +59,4 @@ def summary(input: str, batch_size: int | None, step_regex: str | None, data_mar
         emit_json(doc, "summary.schema.json")
     elif csv_dir is None:
         from opgraph.export.tables import render_summary
-        render_summary(doc, console())
+        render_summary(doc, make_console())

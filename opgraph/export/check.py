@@ -23,7 +23,6 @@ problems of events an export copies unchanged (first, in order) compare equal.
 
 from __future__ import annotations
 
-import gc
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ import numpy as np
 import orjson
 import pandas as pd
 
+from opgraph.gc_pause import gc_paused
 from opgraph.errors import OpgraphInputError
 
 _NUM = (int, float)
@@ -54,13 +54,8 @@ def load_trace_doc(doc_or_path: Any) -> Any:
         return doc_or_path
     if data[:2] == GZIP_MAGIC:
         data = decompress_gzip(data, name)  # capped
-    was = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         return orjson.loads(data)
-    finally:
-        if was:
-            gc.enable()
 
 
 def _desc(i: int, e: dict) -> str:
@@ -89,18 +84,13 @@ def check_chrome_trace(doc_or_path: Any, tolerance_ns: int = 0) -> list[str]:
         return [f"top level is {type(doc).__name__}, expected an object or an array"]
     if not isinstance(events, list):
         return [f"'traceEvents' is {type(events).__name__}, expected an array"]
-    was = gc.isenabled()
-    gc.disable()  # millions of small containers, none cyclic: keep the collector out
-    try:
+    with gc_paused():  # millions of small containers, none cyclic: keep the collector out
         t = _Table(events)
         problems = list(t.problems)
         problems += _check_x(t, tolerance_ns)
         problems += _check_flows(t, tolerance_ns)
         problems += _check_counters(t)
         problems += _check_names(t)
-    finally:
-        if was:
-            gc.enable()
     return problems
 
 

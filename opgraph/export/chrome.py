@@ -17,6 +17,7 @@ import numpy as np
 import orjson
 import pandas as pd
 
+from opgraph.gc_pause import gc_paused
 from opgraph.outfiles import write_atomic
 
 _OPTS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
@@ -141,24 +142,17 @@ def write_trace_doc(top: dict[str, Any], ev: pd.DataFrame, path: str | Path,
     rows of the canonical event table ``ev`` (:func:`event_dicts`, ``add_args`` merged)
     followed by ``extra_events`` (``ts``/``dur`` in integer **ns**, written as exact µs).
     Written whole or not at all, never over one of ``inputs`` (:mod:`opgraph.outfiles`)."""
-    import gc
-
     top = dict(top)
     if isinstance(top.get("distributedInfo"), dict):
         # spaced as Kineto writes it ("rank": 3): readers such as HTA find the rank with
         # the regex '"rank":\s+(\d+)' and see a compact "rank":3 as no rank at all
         top["distributedInfo"] = orjson.Fragment(json.dumps(top["distributedInfo"]).encode())
-    was = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         events = event_dicts(ev, add_args)
         events.extend(_extra_dict(e) for e in extra_events or [])
         top["traceEvents"] = events
         data = orjson.dumps(top, option=_OPTS)
         del events, top
-    finally:
-        if was:
-            gc.enable()
     if str(path).endswith(".gz"):
         data = gzip.compress(data, compresslevel=6)
     write_atomic(path, data, inputs)

@@ -26,6 +26,7 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
+from opgraph.gc_pause import gc_paused
 from opgraph.graph.arrays import GraphArrays
 from opgraph.analysis.critical_path import (
     CATEGORIES, BoundaryDAG, CriticalPathResult, boundary_dag, critical_path,
@@ -646,19 +647,12 @@ def export_perfetto(G: nx.DiGraph, path: str | Path, window: str | None = None,
     Returns a summary: the output path, the number of original events and the counts of
     what was added (see :meth:`Overlay.summary`).
     """
-    import gc
-
     from opgraph.export.chrome import write_trace
 
     if not isinstance(G.graph.get("events"), pd.DataFrame):
         raise ValueError("the graph has no source event table (G.graph['events']): "
                          "only graphs built by opgraph can be exported as traces")
-    was = gc.isenabled()
-    gc.disable()  # hundreds of thousands of small acyclic dicts: keep the collector out
-    try:
+    with gc_paused():  # hundreds of thousands of small acyclic dicts: keep the collector out
         ov = build_overlay(G, window)
         write_trace(G, path, add_args=ov.add_args, extra_events=ov.extra_events(), inputs=inputs)
-    finally:
-        if was:
-            gc.enable()
     return {"path": str(path), "events": int(len(G.graph["events"])), **ov.summary()}

@@ -43,6 +43,7 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
+from opgraph.gc_pause import gc_paused
 from opgraph.graph.arrays import GraphArrays
 from opgraph.analysis.crossrank import CROSS_CATEGORIES, CrossRankResult, crossrank_critical_path
 from opgraph.analysis.idle import idle_time
@@ -434,20 +435,13 @@ def build_job_overlay(G: nx.DiGraph, cr: CrossRankResult | None = None) -> JobOv
 def export_perfetto_job(G: nx.DiGraph, path: str | Path, inputs: tuple[str | Path, ...] = ()) -> dict[str, Any]:
     """Write the Perfetto overlay of job graph ``G`` to ``path`` (``.json`` or
     ``.json.gz``; never over one of ``inputs``). Returns a summary: the path and the counts of :class:`JobOverlay`."""
-    import gc
-
     from opgraph.export.chrome import write_trace_doc
 
     if not isinstance(G.graph.get("job"), dict):
         raise ValueError("not a multi-rank job graph (build one with opgraph build DIR)")
     if not isinstance(G.graph.get("events"), pd.DataFrame):
         raise ValueError("the job graph has no source event table (G.graph['events'])")
-    was = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         ov = build_job_overlay(G)
         write_trace_doc(ov.top, ov.events, path, ov.add_args, ov.extra, inputs)
-    finally:
-        if was:
-            gc.enable()
     return {"path": str(path), **ov.counts, "summarised_ranks": ov.top["opgraph"]["job"]["summarised_ranks"]}

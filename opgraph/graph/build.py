@@ -6,7 +6,6 @@ filled in bulk at the end, directly into networkx's adjacency dicts.
 
 from __future__ import annotations
 
-import gc
 from collections import Counter
 from typing import Any, Callable
 
@@ -14,6 +13,7 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
+from opgraph.gc_pause import gc_paused
 from opgraph.version import GRAPH_SCHEMA_VERSION, __version__
 from opgraph.graph.linking import (
     BLOCKING_COPY_RE, DEVICE_SYNC_RE, EVENT_SYNC_RE, LAUNCH_API_RE, LAUNCH_FLOW_CATS, PRE_TRACE_NS,
@@ -71,13 +71,8 @@ def build_graph(table: EventTable, step: Step = _noop) -> nx.DiGraph:
     """
     from opgraph.graph.payload import payload_to_digraph
 
-    was = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         return payload_to_digraph(build_payload(table, step))
-    finally:
-        if was:
-            gc.enable()
 
 
 def build_payload(table: EventTable, step: Step = _noop) -> dict[str, Any]:

@@ -22,6 +22,7 @@ import numpy as np
 import orjson
 import pandas as pd
 
+from opgraph.gc_pause import gc_paused
 from opgraph.errors import OpgraphInputError
 from opgraph.graph.build import has_cycle
 from opgraph.graph.payload import graph_to_payload, payload_to_digraph
@@ -193,19 +194,13 @@ def save_gpickle(G: "nx.DiGraph | GraphPayload", path: str | Path, inputs: tuple
     """Write ``G`` (a graph, or a :class:`GraphPayload` standing for one) as a pickle
     (protocol 5), atomically (:func:`opgraph.outfiles.open_atomic`: a killed or failed save
     leaves the previous file intact); ``inputs`` are files it must not overwrite."""
-    import gc
-
     check_writable(path)
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        with open_atomic(path, inputs) as fh:
-            GraphPickler(fh, protocol=5).dump(G)
-    except OSError as e:
-        raise OpgraphInputError(str(path), f"cannot write: {e.strerror or e}") from None
-    finally:
-        if was:
-            gc.enable()
+    with gc_paused():
+        try:
+            with open_atomic(path, inputs) as fh:
+                GraphPickler(fh, protocol=5).dump(G)
+        except OSError as e:
+            raise OpgraphInputError(str(path), f"cannot write: {e.strerror or e}") from None
 
 
 def load_gpickle(path: str | Path, require_opgraph: bool = False) -> nx.DiGraph:
@@ -218,27 +213,21 @@ def load_gpickle(path: str | Path, require_opgraph: bool = False) -> nx.DiGraph:
     data = read_regular_file(path)  # regular files under the input cap only
     if not data:
         raise OpgraphInputError(p, "empty file")
-    import gc
-
-    was = gc.isenabled()
-    gc.disable()
     bio = io.BytesIO(data)
-    try:
-        G = SafeUnpickler(bio, max_bytes=allocation_cap(len(data))).load()
-    except _TooLarge as e:
-        raise OpgraphInputError(p, f"refused: the pickle {e}") from None
-    except pickle.UnpicklingError as e:
-        raise OpgraphInputError(p, f"unsafe or corrupt pickle: {e}") from None
-    except MemoryError:
-        raise OpgraphInputError(p, f"refused: the pickle declares an object too large for memory "
-                                   f"(the file is {len(data):,} bytes)") from None
-    except RecursionError:
-        raise OpgraphInputError(p, "refused: the pickle nests objects too deeply") from None
-    except (EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError, ImportError) as e:
-        raise OpgraphInputError(p, f"corrupt or truncated pickle ({type(e).__name__}: {e})") from None
-    finally:
-        if was:
-            gc.enable()
+    with gc_paused():
+        try:
+            G = SafeUnpickler(bio, max_bytes=allocation_cap(len(data))).load()
+        except _TooLarge as e:
+            raise OpgraphInputError(p, f"refused: the pickle {e}") from None
+        except pickle.UnpicklingError as e:
+            raise OpgraphInputError(p, f"unsafe or corrupt pickle: {e}") from None
+        except MemoryError:
+            raise OpgraphInputError(p, f"refused: the pickle declares an object too large for memory "
+                                       f"(the file is {len(data):,} bytes)") from None
+        except RecursionError:
+            raise OpgraphInputError(p, "refused: the pickle nests objects too deeply") from None
+        except (EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError, ImportError) as e:
+            raise OpgraphInputError(p, f"corrupt or truncated pickle ({type(e).__name__}: {e})") from None
     if bio.tell() != len(data):
         # e.g. two writers interleaved, or junk appended: the pickle read so far is not the file
         raise OpgraphInputError(p, f"corrupt pickle: {len(data) - bio.tell()} bytes after the end of the "
@@ -725,18 +714,10 @@ def load_any(path: str | Path, format: str | None = None, step=None) -> nx.DiGra
     """A graph from a saved graph (``.gpickle``, node-link JSON) or any raw trace.
 
     ``format`` forces a trace format; ``step(phase)`` reports progress."""
-    import gc
-
-    was = gc.isenabled()
-    gc.disable()
-    try:
+    # The objects made are long-lived and acyclic (freed by reference counting): frozen on the
+    # way out, they stay out of the cyclic collector's later full passes.
+    with gc_paused(freeze=True):
         G = _load_any(path, format, step or (lambda _p: None))
-    finally:
-        if was:
-            # The objects just made are long-lived and acyclic (they are freed by reference
-            # counting); keep them out of the cyclic collector's full passes.
-            gc.freeze()
-            gc.enable()
     return G
 
 

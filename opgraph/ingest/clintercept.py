@@ -65,7 +65,8 @@ def _device_kind(name: str) -> str:
 
 def read_clintercept(src: SourceBytes, doc: Any) -> EventTable:
     """Read a CLIntercept Chrome trace into an :class:`EventTable` (times in ns)."""
-    from opgraph.ingest.kineto import events_to_table, gc_paused
+    from opgraph.gc_pause import gc_paused
+    from opgraph.ingest.kineto import events_to_table
 
     if not isinstance(doc, list):
         raise OpgraphInputError(src.path, "a CLIntercept trace is a JSON array of events")

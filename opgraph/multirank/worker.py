@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from opgraph.gc_pause import gc_paused
 from opgraph.errors import OpgraphInputError
 from opgraph.graph.linking import COMM_KERNEL_PATTERN
 from opgraph.graph.windows import WindowColumns, select_windows
@@ -283,17 +284,13 @@ def rank_result(path: str, keep_full: bool | frozenset[int]) -> RankResult:
     is known (here, in the worker), so unwanted payloads never leave the worker. Bad input raises
     :class:`~opgraph.errors.OpgraphInputError` (picklable, so it crosses process and
     Dask boundaries intact)."""
-    import gc
-
     import networkx as nx
 
     from opgraph.graph.build import build_payload
     from opgraph.graph.io import read_input
     from opgraph.graph.payload import graph_to_payload
 
-    was = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         got = read_input(path)
         if isinstance(got, nx.DiGraph):
             payload = graph_to_payload(got)
@@ -332,9 +329,6 @@ def rank_result(path: str, keep_full: bool | frozenset[int]) -> RankResult:
                           sha256=src.get("sha256") or (meta.get("sha256") if isinstance(meta, dict) else None),
                           warnings=warnings, payload=payload if keep else None, collectives=coll,
                           steps=steps, summary=summary, n_events=int(len(ev)))
-    finally:
-        if was:
-            gc.enable()
 
 
 def rank_summary(path: str) -> RankResult:

@@ -1,0 +1,107 @@
+"""What every command shares: loading its input (with ``--rank`` on a job graph), the
+multi-rank options, and the output of a table command.
+
+A command module reads: click decorators, then parse, one call into the layers below,
+present. ``--rank`` is declared on each command that analyses one rank
+(:func:`rank_option`) and handed to :func:`load_input` as a plain argument.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable
+
+import click
+
+from opgraph.emit import emit_json
+from opgraph.errors import OpgraphInputError
+from opgraph.table_options import TableFiles, write_frames
+
+
+def rank_option(f: Callable) -> Callable:
+    """``--rank N``: on a multi-rank job graph, analyse rank N on its own clock (the
+    command passes it to :func:`load_input` as ``rank=``)."""
+    return click.option("--rank", "rank", type=click.IntRange(min=0), default=None,
+                        help="On a multi-rank job graph: analyse this rank (its own clock).")(f)
+
+
+def load_input(path: str, fmt: str | None = None, label: str = "loading", job_ok: bool = False,
+               whole_job: bool = False, *, rank: int | None = None):
+    """Load a saved graph or build one from a raw trace, with a progress bar on a TTY.
+
+    A multi-rank job graph is returned whole only when ``job_ok``; otherwise ``rank``
+    (the command's ``--rank N``) selects that rank (:func:`opgraph.multirank.rank_subgraph`,
+    the rank's own clock), and without it the command stops with one line: a single-rank
+    analysis over several ranks' events at once would mix their steps, devices and
+    threads. With ``whole_job`` a job graph without ``--rank`` is returned whole (commands
+    that then run per rank or across ranks: ``overlap``, ``collectives``)."""
+    from opgraph.graph.io import load_any
+    from opgraph.progress import phase_progress
+
+    with phase_progress(f"{label} {os.path.basename(path)}") as step:
+        G = load_any(path, format=fmt, step=step)
+    if (G.graph.get("trace_metadata") or {}).get("timing") == "ordinal":
+        # an execution trace records no timestamps: say so once, on stderr (JSON stays clean)
+        click.echo(f"note: {path}: an execution trace records no timestamps; every time below is an ordinal "
+                   "position (1 unit = 1 op in program order), printed where µs would be", err=True)
+    job = G.graph.get("job")
+    if not isinstance(job, dict):
+        if rank is not None and not job_ok:
+            raise OpgraphInputError(path, f"--rank {rank}: this graph has one rank (--rank selects a rank of a "
+                                          "multi-rank job graph built by opgraph build DIR)")
+        return G
+    if job_ok or (whole_job and rank is None):
+        return G
+    ranks = [int(r["rank"]) for r in job.get("ranks", [])]
+    full = [int(r["rank"]) for r in job.get("ranks", []) if r.get("full")]
+    if rank is None:
+        raise OpgraphInputError(path, f"is a multi-rank job graph (ranks {fmt_ranks(ranks)}): pass --rank N "
+                                      f"(kept in full: {fmt_ranks(full)}), or use critical-path / stragglers / "
+                                      "info / overlap / collectives / export --perfetto for the whole job")
+    from opgraph.multirank import rank_subgraph
+
+    try:
+        return rank_subgraph(G, rank)
+    except KeyError as e:
+        raise OpgraphInputError(path, f"--rank {rank}: {e.args[0]} (kept in full: {fmt_ranks(full)})") from None
+
+
+def fmt_ranks(ranks: list[int]) -> str:
+    """``[0, 1, 2, 5]`` -> ``"0-2,5"``."""
+    out: list[str] = []
+    for r in sorted(set(ranks)):
+        if out and out[-1].split("-")[-1] == str(r - 1):
+            out[-1] = f"{out[-1].split('-')[0]}-{r}"
+        else:
+            out.append(str(r))
+    return ",".join(out) or "none"
+
+
+def emit_result(input: str, tables: dict[str, Any], files: TableFiles | None, as_json: bool,
+                doc: Callable[[], Any], schema: str, render: Callable[[], None]) -> None:
+    """The output of a table command: its table files when asked (``files``), then its
+    JSON (``doc()``, validated against ``schema``) or, when neither was asked, ``render()``."""
+    if files is not None:
+        write_frames(tables, files, input)
+    if as_json:
+        emit_json(doc(), schema)
+    elif files is None:
+        render()
+
+
+def multirank_options(f: Callable) -> Callable:
+    """``--scheduler``, ``--workers`` (multi-rank input: docs/multirank.md)."""
+    f = click.option("--workers", type=click.IntRange(min=1), default=None,
+                     help="Multi-rank input: processes of the embedded pool (default: all cores).")(f)
+    f = click.option("--scheduler", default=None, metavar="ADDRESS",
+                     help="Multi-rank input: run the per-rank work on this Dask scheduler "
+                          "(e.g. tcp://host:8786) instead of the embedded process pool.")(f)
+    return f
+
+
+def is_multirank_input(inputs: tuple[str, ...] | list[str]) -> bool:
+    """Several files, a directory or a glob pattern: a multi-rank job."""
+    if len(inputs) != 1:
+        return True
+    p = inputs[0]
+    return os.path.isdir(p) or (any(ch in p for ch in "*?[") and not os.path.exists(p))
