@@ -16,8 +16,9 @@ import pytest
 from click.testing import CliRunner
 
 from opgraph.analysis.iterations import (
-    IntervalSet, analysis_window, find_iterations, iteration_table, iterations_doc, trim_table, union_intervals,
+    analysis_window, find_iterations, iteration_table, iterations_doc, trim_table,
 )
+from opgraph.intervals import IntervalSet, union_intervals
 from opgraph.errors import OpgraphInputError
 from opgraph.graph import build_graph, node_kind_counts
 from opgraph.ingest import read_trace
@@ -206,3 +207,28 @@ def test_nvtx_iteration_ranges_are_steps():
     cp = critical_path(G)
     assert cp.window_mode == "steps" and [w.name for w in cp.windows] == ["Iteration 1", "Iteration 2"]
     assert all(w.length_ns == w.span_ns for w in cp.windows)
+
+
+def test_union_length_equals_merged_intervals() -> None:
+    """opgraph.intervals: the union length (int for ns, float for µs) equals the length of
+    the merged intervals, on random interval sets, and the gaps add up to span - busy."""
+    import numpy as np
+
+    from opgraph.intervals import union_gaps, union_length, union_length_by
+
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        n = int(rng.integers(1, 40))
+        s = rng.integers(0, 1000, n).astype(np.int64)
+        e = s + rng.integers(0, 200, n)
+        ms, me = union_intervals(s, e)
+        assert union_length(s, e) == int((me - ms).sum())
+        assert union_length(s.astype(float), e.astype(float)) == float((me - ms).sum())
+        o = np.argsort(s, kind="stable")
+        busy, g0, g1, _ = union_gaps(s[o], e[o])
+        assert busy == int((me - ms).sum()) and busy + int((g1 - g0).sum()) == int(e.max() - s.min())
+        key = rng.integers(0, 3, n)
+        by = union_length_by(key, s, e)
+        for k in np.unique(key):
+            assert by[k] == union_length(s[key == k], e[key == k])
+    assert union_length(np.array([], np.int64), np.array([], np.int64)) == 0

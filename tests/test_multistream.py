@@ -15,8 +15,9 @@ import pytest
 from click.testing import CliRunner
 
 from opgraph.analysis.multistream import (
-    device_stats, overlap_sweep, qps, seed_overlap_sweep, stream_stats, summary_doc,
+    device_stats, qps, seed_overlap_sweep, stream_stats, summary_doc,
 )
+from opgraph.intervals import overlap_sweep
 from opgraph.graph import build_graph
 from opgraph.ingest import read_trace
 from opgraph.schemas_util import validation_error

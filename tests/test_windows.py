@@ -19,8 +19,9 @@ import pytest
 from opgraph.graph.arrays import GraphArrays
 from opgraph.graph.windows import (
     Window, WindowColumns, WindowError, WindowNotFound, launch_thread, main_thread, select_windows,
-    thread_stats, union_overlap_ns,
+    thread_stats,
 )
+from opgraph.intervals import union_overlap_ns
 from opgraph.graph.io import load_any
 
 from conftest import KINETO_FILES, SYNTH_TRACES, assert_one_line_error, load_graph

@@ -37,6 +37,7 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
+from opgraph.intervals import union_gaps
 from opgraph.graph.arrays import GraphArrays
 from opgraph.analysis.display import TableResult
 from opgraph.graph.linking import DEVICE_SYNC_RE, EVENT_SYNC_RE, STREAM_SYNC_RE
@@ -175,18 +176,6 @@ class IdleResult(TableResult):
                 "cpu_induced_idle_us": self.cpu_induced_idle_ns / 1e3,
                 "blame_total_us": float(self.blame_events["blame_ns"].sum()) / 1e3 if len(self.blame_events) else 0.0,
                 "blame_leaf": rows("leaf"), "blame_top": rows("top")}
-
-
-def _union_gaps(starts: np.ndarray, ends: np.ndarray) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
-    """Busy time (union) and the gaps between merged intervals: (busy, gap_start, gap_end,
-    index of the interval that ends each gap) — intervals given sorted by start."""
-    run_end = np.maximum.accumulate(ends)
-    gap = starts[1:] > run_end[:-1]
-    g0 = run_end[:-1][gap]
-    g1 = starts[1:][gap]
-    nxt = np.flatnonzero(gap) + 1
-    busy = int(run_end[-1] - starts[0]) - int((g1 - g0).sum())
-    return busy, g0, g1, nxt
 
 
 def _thread_segments(a: GraphArrays, members: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -367,7 +356,7 @@ def idle_time(G: nx.DiGraph, kernel_wait_us: float = 30.0, arr: GraphArrays | No
         sel = act[a.device[act] == dev]
         sel = sel[np.lexsort((a.end[sel], a.ts[sel]))]
         st, en = a.ts[sel], a.end[sel]
-        busy, g0, g1, nxt = _union_gaps(st, en)
+        busy, g0, g1, nxt = union_gaps(st, en)
         span = int(en.max() - st[0])
         ender = sel[nxt]
         sp = _split(g0, g1, ender, launch_ts, call_end, launcher, held_by, held_end)
@@ -383,7 +372,7 @@ def idle_time(G: nx.DiGraph, kernel_wait_us: float = 30.0, arr: GraphArrays | No
         for stv in np.unique(a.stream[sel]).tolist():
             ss = sel[a.stream[sel] == stv]
             sst, sen = a.ts[ss], a.end[ss]
-            sbusy, sg0, sg1, snxt = _union_gaps(sst, sen)
+            sbusy, sg0, sg1, snxt = union_gaps(sst, sen)
             sspan = int(sen.max() - sst[0])
             s_end = ss[snxt]
             nl = launch_ts[s_end]

@@ -35,6 +35,7 @@ from opgraph.errors import OpgraphInputError
 from opgraph.ingest.steps import NVTX_ITERATION_RE  # noqa: F401  (re-exported)
 from opgraph.ingest.steps import STEP_RE as PROFILER_STEP_RE  # noqa: F401  (re-exported)
 from opgraph.ingest.table import EventTable
+from opgraph.intervals import IntervalSet, union_length_by
 
 #: Default data-loading markers (regular expressions searched in event names).
 DEFAULT_DATA_MARKERS: tuple[str, ...] = ("DataLoader",)
@@ -316,79 +317,6 @@ def find_iterations(G: nx.DiGraph | GraphFrame, step_regex: str | None = None,
     f = frame_of(G)
     w = select_windows(f, step_regex=step_regex, data_markers=data_markers_of(data_markers), lanes=False)
     return Steps(*_steps_table(w))
-
-
-# --------------------------------------------------------------------------- intervals
-def union_intervals(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Merge [start, end) intervals (ns) into sorted disjoint ones (touching ones merge).
-
-    Returns (starts, ends)."""
-    start = np.asarray(start, dtype=np.int64)
-    end = np.asarray(end, dtype=np.int64)
-    if not len(start):
-        return np.empty(0, np.int64), np.empty(0, np.int64)
-    o = np.argsort(start, kind="stable")
-    s, e = start[o], end[o]
-    run = np.maximum.accumulate(e)
-    new = np.empty(len(s), dtype=bool)
-    new[0] = True
-    new[1:] = s[1:] > run[:-1]
-    grp = np.cumsum(new) - 1
-    us = s[new]
-    ue = np.zeros(len(us), dtype=np.int64)
-    np.maximum.at(ue, grp, e)
-    return us, ue
-
-
-def union_length_by(key: np.ndarray, a: np.ndarray, b: np.ndarray) -> pd.Series:
-    """Length of the union of the intervals [a, b) of each key (ns), as a Series by key."""
-    key = np.asarray(key)
-    if not len(key):
-        return pd.Series(dtype=np.int64)
-    o = np.lexsort((-b, a, key))
-    k, s, e = key[o], np.asarray(a, np.int64)[o], np.asarray(b, np.int64)[o]
-    run = pd.Series(e).groupby(k, sort=False).cummax().to_numpy(np.int64)
-    prev = np.empty_like(run)
-    prev[0] = s[0]
-    prev[1:] = run[:-1]
-    first = np.empty(len(k), dtype=bool)
-    first[0] = True
-    first[1:] = k[1:] != k[:-1]
-    prev[first] = s[first]
-    inc = np.maximum(0, e - np.maximum(s, prev))
-    return pd.Series(inc).groupby(k).sum()
-
-
-class IntervalSet:
-    """Disjoint sorted intervals with O(log n) "covered length in [a, b]" queries."""
-
-    def __init__(self, start: np.ndarray, end: np.ndarray):
-        self.start, self.end = union_intervals(np.asarray(start, np.int64), np.asarray(end, np.int64))
-        self._cum = np.concatenate([[0], np.cumsum(self.end - self.start)])
-
-    def __len__(self) -> int:
-        return len(self.start)
-
-    @property
-    def total(self) -> int:
-        return int(self._cum[-1])
-
-    def _upto(self, x: np.ndarray) -> np.ndarray:
-        """Covered length in (-inf, x]."""
-        k = np.searchsorted(self.start, x, side="right")  # intervals starting at or before x
-        full = self._cum[np.maximum(k - 1, 0)]
-        last_s = self.start[np.maximum(k - 1, 0)] if len(self.start) else np.zeros_like(x)
-        last_e = self.end[np.maximum(k - 1, 0)] if len(self.start) else np.zeros_like(x)
-        part = np.clip(np.minimum(x, last_e) - last_s, 0, None)
-        return np.where(k > 0, full + part, 0)
-
-    def covered(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """Length of the set inside each [a, b] (ns; 0 where b <= a)."""
-        a = np.asarray(a, np.int64)
-        b = np.asarray(b, np.int64)
-        if not len(self.start):
-            return np.zeros(len(a), dtype=np.int64)
-        return np.maximum(self._upto(b) - self._upto(a), 0)
 
 
 # --------------------------------------------------------------------------- window

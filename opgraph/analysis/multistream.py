@@ -20,55 +20,14 @@ Times are ns inside, µs in the returned documents.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Iterable
 
 import networkx as nx
 import numpy as np
 import pandas as pd
 
-from opgraph.analysis.iterations import GraphFrame, Window, analysis_window, frame_of, union_length_by
-
-
-@dataclass
-class SweepResult:
-    """Result of :func:`overlap_sweep` (ns)."""
-
-    busy: int
-    overlap: int
-    gaps: int
-    first: int
-    last: int
-
-
-def overlap_sweep(start: np.ndarray, end: np.ndarray) -> SweepResult:
-    """The corrected multistream sweep over intervals ``[start, end)`` (ns), vectorised.
-
-    Parameters
-    ----------
-    start, end : int64 arrays
-        Activity intervals, any order.
-
-    Returns
-    -------
-    SweepResult
-        ``busy`` (union length), ``overlap`` (Σ durations − union), ``gaps`` (idle time
-        between the first start and the last end), ``first``/``last``.
-    """
-    start = np.asarray(start, np.int64)
-    end = np.maximum(np.asarray(end, np.int64), start)
-    if not len(start):
-        return SweepResult(0, 0, 0, 0, 0)
-    o = np.lexsort((-end, start))
-    s, e = start[o], end[o]
-    front = np.maximum.accumulate(e)
-    prev = np.empty_like(front)
-    prev[0] = s[0]
-    prev[1:] = front[:-1]
-    gaps = int(np.maximum(0, s - prev).sum())
-    overlap = int(np.maximum(0, np.minimum(prev, e) - s).sum())
-    busy = int(np.maximum(0, e - np.maximum(s, prev)).sum())
-    return SweepResult(busy, overlap, gaps, int(s[0]), int(front[-1]))
+from opgraph.analysis.iterations import GraphFrame, Window, analysis_window, frame_of
+from opgraph.intervals import overlap_sweep, union_length_by
 
 
 def seed_overlap_sweep(start: np.ndarray, end: np.ndarray) -> tuple[int, int]:

@@ -34,17 +34,12 @@ import pandas as pd
 from opgraph.graph.arrays import GraphArrays
 from opgraph.graph.linking import COMM_KERNEL_PATTERN
 from opgraph.analysis.display import TableResult
-from opgraph.analysis.iterations import union_intervals
+from opgraph.intervals import union_length
 from opgraph.graph.windows import select_windows
 
 #: Columns of the result (ns) in order, after ``window`` and ``device``.
 FIELDS: tuple[str, ...] = ("span_ns", "busy_ns", "idle_ns", "compute_ns", "comm_ns", "memory_ns", "overlap_ns",
                            "exposed_comm_ns", "exposed_memory_ns")
-
-
-def _union_len(start: np.ndarray, end: np.ndarray) -> int:
-    s, e = union_intervals(start, end)
-    return int((e - s).sum())
 
 
 @dataclass(repr=False)
@@ -141,13 +136,13 @@ def comm_overlap(G: nx.DiGraph, window: str | None = None, arr: GraphArrays | No
             s, e = ts[lo:hi], end[lo:hi]
             c, k, y = compute[lo:hi], comm[lo:hi], memory[lo:hi]
             span = int(e.max() - s.min())
-            busy = _union_len(s, e)
-            comp_n = _union_len(s[c], e[c])
-            comm_n = _union_len(s[k], e[k])
+            busy = union_length(s, e)
+            comp_n = union_length(s[c], e[c])
+            comm_n = union_length(s[k], e[k])
             cc = c | k
-            cc_n = _union_len(s[cc], e[cc])
+            cc_n = union_length(s[cc], e[cc])
             rows.append({"window": name, "device": int(d), "span_ns": span, "busy_ns": busy, "idle_ns": span - busy,
-                         "compute_ns": comp_n, "comm_ns": comm_n, "memory_ns": _union_len(s[y], e[y]),
+                         "compute_ns": comp_n, "comm_ns": comm_n, "memory_ns": union_length(s[y], e[y]),
                          "overlap_ns": comp_n + comm_n - cc_n, "exposed_comm_ns": cc_n - comp_n,
                          "exposed_memory_ns": busy - cc_n})
     df = pd.DataFrame(rows, columns=["window", "device", *FIELDS])

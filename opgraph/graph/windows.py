@@ -47,6 +47,7 @@ import numpy as np
 import pandas as pd
 
 from opgraph.graph.arrays import GraphArrays
+from opgraph.intervals import union_length_by, union_overlap_ns
 from opgraph.ingest.steps import NVTX_ITERATION_RE, STEP_RE
 from opgraph.ingest.table import HOST_KINDS
 
@@ -210,27 +211,6 @@ class Windows:
             "lane": np.array([-1 if w.lane is None else w.lane for w in it], dtype=np.int64),
             "kind": np.array([w.kind for w in it], dtype=object),
         })
-
-
-def union_overlap_ns(starts: Iterable[int] | np.ndarray, ends: Iterable[int] | np.ndarray) -> tuple[int, int]:
-    """(length of the union, time counted more than once) of intervals ``[start, end)`` (ns).
-
-    For windows whose extents overlap (nested ranges, or step windows that run on to the
-    last end of their GPU work), a total over windows is at most the union; the rest is the
-    overlap to report."""
-    s = np.asarray(list(starts) if not isinstance(starts, np.ndarray) else starts, dtype=np.int64)
-    e = np.asarray(list(ends) if not isinstance(ends, np.ndarray) else ends, dtype=np.int64)
-    if not len(s):
-        return 0, 0
-    e = np.maximum(e, s)
-    o = np.argsort(s, kind="stable")
-    s, e = s[o], e[o]
-    reach = np.maximum.accumulate(e)
-    prev = np.empty_like(reach)
-    prev[0] = s[0]
-    prev[1:] = reach[:-1]
-    union = int(np.maximum(0, e - np.maximum(s, prev)).sum())
-    return union, int((e - s).sum()) - union
 
 
 # --------------------------------------------------------------------------- columns
@@ -515,22 +495,6 @@ def _short(name: str) -> str:
 
 
 # --------------------------------------------------------------------------- threads
-def _union_by(key: np.ndarray, a: np.ndarray, b: np.ndarray) -> pd.Series:
-    """Length of the union of the intervals ``[a, b)`` of each key (ns), by key."""
-    if not len(key):
-        return pd.Series(dtype=np.int64)
-    o = np.lexsort((a, key))
-    k, s, e = key[o], a[o], b[o]
-    run = pd.Series(e).groupby(k, sort=False).cummax().to_numpy(np.int64)
-    prev = np.empty_like(run)
-    prev[0] = s[0]
-    prev[1:] = run[:-1]
-    first = np.ones(len(k), dtype=bool)
-    first[1:] = k[1:] != k[:-1]
-    prev[first] = s[first]
-    return pd.Series(np.maximum(0, e - np.maximum(s, prev))).groupby(k).sum()
-
-
 def thread_stats(src: Any) -> pd.DataFrame:
     """Per host thread (lane code, the index): ``launches`` (``launch`` edges from its
     calls), ``busy_ns`` (union of its host events), ``sleep_ns`` (union of its
@@ -544,7 +508,7 @@ def thread_stats(src: Any) -> pd.DataFrame:
     if not len(host):
         return pd.DataFrame(columns=cols)
     lane = c.lane[host]
-    busy = _union_by(lane, c.ts[host], c.end[host])
+    busy = union_length_by(lane, c.ts[host], c.end[host])
     codes, uniq = pd.factorize(c.name[host])
     sl = np.fromiter((isinstance(u, str) and SLEEP_RE.search(u) is not None for u in uniq.tolist()),
                      dtype=bool, count=len(uniq))
@@ -552,7 +516,7 @@ def thread_stats(src: Any) -> pd.DataFrame:
     ok = codes >= 0
     is_sleep[ok] = sl[codes[ok]]
     sp = host[is_sleep]
-    sleep = _union_by(c.lane[sp], c.ts[sp], c.end[sp])
+    sleep = union_length_by(c.lane[sp], c.ts[sp], c.end[sp])
     ls = c.launches()
     ls = ls[np.isin(c.kind[ls], HOST_KINDS)] if len(ls) else ls
     launches = pd.Series(c.lane[ls]).value_counts() if len(ls) else pd.Series(dtype=np.int64)

@@ -21,6 +21,7 @@ from opgraph.errors import OpgraphInputError
 from opgraph.graph.linking import COMM_KERNEL_PATTERN
 from opgraph.graph.windows import WindowColumns, select_windows
 from opgraph.ingest.table import DEVICE_ACTIVITY_KINDS, NONE_ID
+from opgraph.intervals import union_length
 from opgraph.multirank.identity import rank_from_filename
 
 #: Columns (and dtypes) of a rank's collective table.
@@ -105,22 +106,6 @@ def _as_int(v: Any) -> int:
         return int(v)
     except (TypeError, ValueError):
         return NONE_ID
-
-
-def _union_ns(ts: np.ndarray, end: np.ndarray) -> int:
-    """Length (ns) of the union of intervals ``[ts, end)``."""
-    if not len(ts):
-        return 0
-    o = np.argsort(ts, kind="stable")
-    s, e = ts[o], end[o]
-    reach = np.maximum.accumulate(e)
-    new = np.ones(len(s), dtype=bool)
-    new[1:] = s[1:] > reach[:-1]
-    starts = s[new]
-    grp = np.cumsum(new) - 1
-    ends = np.zeros(len(starts), dtype=np.int64)
-    np.maximum.at(ends, grp, e)
-    return int((ends - starts).sum())
 
 
 def rank_tables(payload: dict[str, Any], rank: int) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
@@ -256,7 +241,7 @@ def rank_tables(payload: dict[str, Any], rank: int) -> tuple[pd.DataFrame, pd.Da
     coll = coll.astype(COLLECTIVE_COLUMNS)[list(COLLECTIVE_COLUMNS)]
     coll = coll.sort_values(["ts", "node"], kind="stable").reset_index(drop=True)
 
-    busy = _union_ns(a_ts, a_end)
+    busy = union_length(a_ts, a_end)
     gspan = int(a_end.max() - a_ts.min()) if len(a_ts) else 0
     span = payload["graph"].get("span_ns", (0, 0))
     step_d = (steps["end"] - steps["ts"]).to_numpy()
@@ -265,7 +250,7 @@ def rank_tables(payload: dict[str, Any], rank: int) -> tuple[pd.DataFrame, pd.Da
         "kernels": int((kind == "kernel").sum()), "collectives": int(n_k),
         "steps": int(len(steps)), "step_time_ns": int(np.median(step_d)) if len(step_d) else None,
         "span_ns": int(span[1] - span[0]), "gpu_span_ns": gspan, "gpu_busy_ns": busy,
-        "gpu_idle_ns": max(gspan - busy, 0), "comm_busy_ns": _union_ns(ts[kp], end[kp]),
+        "gpu_idle_ns": max(gspan - busy, 0), "comm_busy_ns": union_length(ts[kp], end[kp]),
         "health": len(payload["graph"].get("health", [])),
     }
     return coll, steps, summary

@@ -23,6 +23,7 @@ import networkx as nx
 import numpy as np
 
 from opgraph.graph.arrays import GraphArrays
+from opgraph.intervals import union_intervals
 from opgraph.analysis.critical_path import CATEGORIES, CriticalPathResult, critical_path
 from opgraph.predict.replay import (
     NEVER, BoundaryModel, build_model, critical_dag, predicted_arrays, predicted_graph, simulate,
@@ -43,13 +44,10 @@ def gpu_usage(a: GraphArrays, exclude: np.ndarray | None = None) -> dict[int, di
     idx = np.flatnonzero(act)
     for dev in np.unique(a.device[idx]).tolist():
         sel = idx[a.device[idx] == dev]
-        o = np.argsort(a.ts[sel], kind="stable")
-        st, en = a.ts[sel][o], a.end[sel][o]
-        run_end = np.maximum.accumulate(en)
-        gaps = np.maximum(st[1:] - run_end[:-1], 0)
-        span = int(run_end[-1] - st[0])
-        idle = int(gaps.sum())
-        out[int(dev)] = {"span": span, "busy": span - idle, "idle": idle, "activities": int(len(sel))}
+        ms, me = union_intervals(a.ts[sel], a.end[sel])
+        span = int(me[-1] - ms[0])
+        busy = int((me - ms).sum())
+        out[int(dev)] = {"span": span, "busy": busy, "idle": span - busy, "activities": int(len(sel))}
     return out
 
 
@@ -63,13 +61,7 @@ def _merged(a: GraphArrays, exclude: np.ndarray | None = None) -> list[tuple[np.
     out = []
     for dev in np.unique(a.device[idx]).tolist():
         sel = idx[a.device[idx] == dev]
-        o = np.argsort(a.ts[sel], kind="stable")
-        st, en = a.ts[sel][o], np.maximum.accumulate(a.end[sel][o])
-        new = np.ones(len(st), dtype=bool)
-        new[1:] = st[1:] > en[:-1]
-        first = np.flatnonzero(new)
-        m0 = st[first]
-        m1 = en[np.append(first[1:] - 1, len(st) - 1)]
+        m0, m1 = union_intervals(a.ts[sel], a.end[sel])
         out.append((m0, m1, np.concatenate([[0], np.cumsum(m1 - m0)])))
     return out
 

@@ -53,6 +53,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from opgraph.intervals import union_length
 from opgraph.errors import OpgraphInputError
 from opgraph.ingest.steps import STEP_RE
 from opgraph.predict.kernel_models import (
@@ -411,22 +412,6 @@ class EtPrediction:
         return doc
 
 
-def _union_us(starts: list[float], ends: list[float]) -> float:
-    if not starts:
-        return 0.0
-    s = np.asarray(starts)
-    e = np.asarray(ends)
-    o = np.argsort(s, kind="stable")
-    s, e = s[o], e[o]
-    run_end = np.maximum.accumulate(e)
-    new = np.ones(len(s), dtype=bool)
-    new[1:] = s[1:] > run_end[:-1]
-    grp = np.cumsum(new) - 1
-    gs = s[new]
-    ge = pd.Series(run_end).groupby(grp).max().to_numpy()
-    return float((ge - gs).sum())
-
-
 def simulate_et(walk: EtWalk, ov: Overheads, km: KernelModels, data_loading: str = "profile",
                 gap_mode: str = "measured") -> EtPrediction:
     """Simulate the CPU and GPU timelines of an ET's iterations (see the module docstring)."""
@@ -530,7 +515,7 @@ def simulate_et(walk: EtWalk, ov: Overheads, km: KernelModels, data_loading: str
                          "gpu_end_us": max((e for _, e in acts_done), default=float("nan"))})
         gpu_end = max(a_end, default=0.0)
         iters.append({"step": int(step), "e2e_us": max(cpu, gpu_end), "cpu_us": cpu, "gpu_end_us": gpu_end,
-                      "gpu_active_us": _union_us(a_start, a_end), "gpu_kernel_us": float(sum(np.subtract(a_end, a_start))),
+                      "gpu_active_us": float(union_length(np.asarray(a_start, dtype=float), np.asarray(a_end, dtype=float))), "gpu_kernel_us": float(sum(np.subtract(a_end, a_start))),
                       "data_loading_us": dl_total, "ops": len(idx),
                       "ops_by_source": {s: int(srcs.get(s, 0)) for s in SOURCES}})
     return EtPrediction(pd.DataFrame(rows, columns=["step", "id", "name", "tid", "shapes", "cpu_start_us", "cpu_end_us",

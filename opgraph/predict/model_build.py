@@ -140,7 +140,7 @@ def _gaps_before(O: pd.DataFrame, lane: np.ndarray, w: Window) -> np.ndarray:
     """Per op: the host time between the previous top-level op of its thread and it (ns),
     minus the part covered by other threads' top-level ops (a thread blocked while the
     autograd thread runs) and by data loading; NaN for a thread's first op."""
-    from opgraph.analysis.iterations import IntervalSet, union_intervals
+    from opgraph.intervals import IntervalSet, union_intervals
 
     ts, end = O["ts"].to_numpy(), O["end"].to_numpy()
     o = np.lexsort((ts, lane))
