@@ -16,9 +16,9 @@ from typing import Any
 import click
 
 from opgraph.commands import (
-    advise, breakdown, build, categories, collectives, counters, critical_path, diff, export, info, iterations,
-    kernel_models, kernel_stats, launch_stats, memory_bw, memory_timeline, nvtx, overheads, overlap, predict,
-    queue_length, roofline, sequences, shapes, stragglers, summary,
+    advise, augment, breakdown, build, categories, collectives, counters, critical_path, devices, diff, export, info,
+    iterations, kernel_models, kernel_stats, launch_stats, memory_bw, memory_timeline, nvtx, overheads, overlap,
+    predict, queue_length, report, sequences, shapes, stragglers, summary,
 )
 from opgraph.errors import OpgraphInputError
 from opgraph.version import __version__
@@ -79,7 +79,7 @@ COMMANDS: tuple[click.Command, ...] = (
     collectives.collectives_cmd, launch_stats.launch_stats_cmd, queue_length.queue_cmd, memory_bw.memory_bw_cmd,
     memory_timeline.memory_cmd, categories.categories_cmd, kernel_stats.kernels_cmd, shapes.shapes_cmd,
     sequences.sequences_cmd, counters.counters_cmd, advise.advise_cmd, nvtx.nvtx_cmd, nvtx.enqueue_stats_cmd,
-    roofline.report, roofline.augment, roofline.devices, diff.diff, predict.predict_cmd,
+    report.report, augment.augment, devices.devices, diff.diff, predict.predict_cmd,
     kernel_models.kernel_models_cmd, export.export_cmd,
 )
 for _cmd in COMMANDS:

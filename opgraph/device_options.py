@@ -1,6 +1,6 @@
-"""``--device-file FILE``: user device files for every command that uses the peak table
-(``opgraph/devices``; docs/roofline.md, "Your own device"). One option definition, no
-import of :mod:`opgraph.cli` (like :mod:`opgraph.table_options`).
+"""The options of every command that uses the peak table (``opgraph/devices``;
+docs/roofline.md): ``--device``, ``--dtype`` and ``--device-file FILE``, one definition
+each.
 
 The option is repeatable; its files replace the ``OPGRAPH_DEVICES`` environment variable
 for the command. Without the option the variable's paths (``os.pathsep``-separated) are
@@ -37,3 +37,16 @@ def device_file_option(f: Callable[..., Any]) -> Callable[..., Any]:
     (:func:`opgraph.devices.device_files`); the command function receives nothing."""
     return click.option("--device-file", "device_files", multiple=True, metavar="FILE", expose_value=False,
                         callback=_use_device_files, help=DEVICE_FILE_HELP)(f)
+
+
+def device_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``--device NAME``: the device of every kernel (a table or runtime name)."""
+    return click.option("--device", default=None,
+                        help="Device for every kernel: a table name ('H100 SXM') or a runtime name ('NVIDIA H100 "
+                             "80GB HBM3'); default: deviceProperties of the trace. See `opgraph devices`.")(f)
+
+
+def dtype_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``--dtype NAME``: the dtype of kernels whose op and name show none."""
+    return click.option("--dtype", default=None,
+                        help="dtype for kernels whose op and name show none (bf16, fp16, fp32, tf32, fp8, fp64).")(f)

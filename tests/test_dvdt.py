@@ -12,7 +12,8 @@ import pytest
 
 from opgraph.graph.build import build_graph
 from opgraph.ingest import read_trace
-from opgraph.ingest.dvdt import decode_arg, enqueue_stats
+from opgraph.analysis.enqueue_stats import enqueue_stats
+from opgraph.ingest.dvdt import decode_arg
 from opgraph.testing import synth_dvdt
 
 ROOT = Path(__file__).resolve().parents[1]

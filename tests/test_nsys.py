@@ -94,7 +94,7 @@ def test_every_kernel_links_to_its_call(synth_graph: nx.DiGraph) -> None:
 
 
 def test_nvtx_summary_matches_answers(synth_graph: nx.DiGraph, answers: dict) -> None:
-    from opgraph.commands.nvtx import nvtx_summary
+    from opgraph.analysis.nvtx import nvtx_summary
 
     doc = nvtx_summary(synth_graph)
     got = {r["name"]: r for r in doc["ranges"]}
@@ -172,7 +172,7 @@ def test_real_backtrace_duplicates_dropped() -> None:
 @needs_traces
 @pytest.mark.real_traces
 def test_real_nvtx_gpu_projection() -> None:
-    from opgraph.commands.nvtx import nvtx_summary
+    from opgraph.analysis.nvtx import nvtx_summary
 
     G = build_graph(read_trace(NSYS_DIR / "nsightful_power_iteration.sqlite"))
     doc = nvtx_summary(G, r"^Step \d+ to \d+$")

@@ -260,7 +260,7 @@ def steps_by_command(G: nx.DiGraph, path: Path | None = None) -> dict[str, list[
     """(name, start ns, end ns) of each step, as each command's analysis sees them."""
     from opgraph.analysis.info import find_steps
     from opgraph.analysis.iterations import find_iterations, graph_frame, iteration_table
-    from opgraph.commands.nvtx import nvtx_summary
+    from opgraph.analysis.nvtx import nvtx_summary
 
     out: dict[str, list[tuple[str, int, int]]] = {}
     s = find_steps(G)

@@ -1,5 +1,5 @@
 """``opgraph report IN --html report.html [--batch-size N]``: the one-file HTML report
-(the option is declared on ``report`` in :mod:`opgraph.commands.roofline`; the page is
+(the option is declared on ``report`` in :mod:`opgraph.commands.report`; the page is
 written by :mod:`opgraph.export.html`, docs/pictures.md)."""
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ import click
 
 from opgraph.export.console import make_console
 from opgraph.commands.base import emit_result, load_input, rank_option
-from opgraph.device_options import device_file_option
+from opgraph.device_options import device_file_option, device_option, dtype_option
 from opgraph.table_options import TableFiles, table_file_options
 
 _FAMILIES = ("gemm", "attention", "conv")
@@ -20,12 +20,9 @@ _FAMILIES = ("gemm", "attention", "conv")
               help="Only this family (repeatable; default: gemm, attention and conv).")
 @click.option("--top", type=click.IntRange(min=1), default=None,
               help="Rows per family (default: 20 in the terminal, all with --json/--csv).")
-@click.option("--device", default=None,
-              help="Device for every kernel: a table name ('H100 SXM') or a runtime name; default: "
-                   "deviceProperties of the trace. See `opgraph devices`.")
+@device_option
 @device_file_option
-@click.option("--dtype", default=None, help="dtype for kernels whose op and name show none (bf16, fp16, fp32, "
-                                             "tf32, fp8, fp64).")
+@dtype_option
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schemas/shapes.schema.json).")
 @table_file_options
 def shapes_cmd(input: str, families: tuple[str, ...], top: int | None, device: str | None, dtype: str | None,

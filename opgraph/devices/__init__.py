@@ -345,6 +345,18 @@ def device_entries() -> list[dict[str, Any]]:
     return list(table.values())
 
 
+def device_table_doc(name: str | None = None) -> dict[str, Any]:
+    """The ``devices.json`` document with the merged entries (:func:`device_entries`), or
+    only the entry ``name`` resolves to (:func:`lookup`; ``KeyError`` when none does)."""
+    entries = device_entries()
+    if name:
+        dev = lookup(name)
+        if dev is None:
+            raise KeyError(name)
+        entries = [e for e in entries if e["name"] == dev.name]
+    return dict(_builtin_doc(), devices=entries)
+
+
 # ---------------------------------------------------------------------------------------
 # lookup
 

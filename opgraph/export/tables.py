@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from opgraph.export.numbers import pct, us
 from opgraph.export.console import NO_GPU, clean, print_table, styled
 
 
@@ -36,14 +37,6 @@ def _fit(t: Table, width: int) -> Table:
     return t
 
 
-def _us(v: float | None) -> str:
-    return "" if v is None else f"{v:,.3f}".rstrip("0").rstrip(".") if abs(v) < 1e15 else str(v)
-
-
-def _pct(v: float | None) -> str:
-    return "" if v is None else f"{v:.2f}"
-
-
 def _tree_rows(t: Table, entries: list[dict[str, Any]], level: int, shapes: bool) -> None:
     for e in entries:
         style = "dim" if e["kind"] in ("others", "unaccounted") else None
@@ -52,7 +45,7 @@ def _tree_rows(t: Table, entries: list[dict[str, Any]], level: int, shapes: bool
             label += f" ({e.get('entries', 0)} entries)"
         if e["kind"] == "kernel":
             label = ("  " * level) + "⚙ " + clean(e["name"])
-        row = [Text(label, style=style), _us(e["time_us"]), _pct(e["percent"]), f"{e['count']:,}" if e["count"] else ""]
+        row = [Text(label, style=style), us(e["time_us"]), pct(e["percent"]), f"{e['count']:,}" if e["count"] else ""]
         if shapes:
             sh = ""
             if e.get("shapes_distinct"):
@@ -66,10 +59,10 @@ def _tree_rows(t: Table, entries: list[dict[str, Any]], level: int, shapes: bool
 
 def _window_line(w: dict[str, Any]) -> str:
     steps = f"{w['steps']} steps ({w['step_source']})" if w["steps"] else "no steps: whole trace"
-    s = f"window {_us(w['duration_us'])} µs, {steps}"
+    s = f"window {us(w['duration_us'])} µs, {steps}"
     if w.get("data_loading_us"):
-        s += f"; data loading {_us(w['data_loading_us'])} µs excluded"
-    return s + f"; host runtime {_us(w['host_runtime_us'])} µs"
+        s += f"; data loading {us(w['data_loading_us'])} µs excluded"
+    return s + f"; host runtime {us(w['host_runtime_us'])} µs"
 
 
 #: Thread tables printed by ``breakdown --host`` (the busiest; JSON/CSV hold all): a trace
@@ -87,12 +80,12 @@ def render_host_breakdown(doc: dict[str, Any], console: Console) -> None:
             t.add_column(c, justify="left" if c == "marker" else "right", no_wrap=True,
                          max_width=80 if c == "marker" else None)
         for r in dl["by_name"]:
-            t.add_row(r["name"], f"{r['count']:,}", _us(r["time_us"]))
+            t.add_row(r["name"], f"{r['count']:,}", us(r["time_us"]))
         console.print(_fit(t, console.width))
     threads = doc["threads"]  # busiest first
     for th in threads[:MAX_THREAD_TABLES]:
         title = f"thread {th['pid']}/{th['tid']}" + (f" “{clean(th['name'])}”" if th.get("name") else "")
-        title += f": {_us(th['time_us'])} µs, busy {_us(th['busy_us'])} µs"
+        title += f": {us(th['time_us'])} µs, busy {us(th['busy_us'])} µs"
         t = Table(title=title, title_justify="left")
         t.add_column("entry", no_wrap=True, overflow="ellipsis", max_width=70)
         t.add_column("time µs", justify="right", no_wrap=True)
@@ -111,18 +104,18 @@ def render_device_breakdown(doc: dict[str, Any], console: Console, top_ops: int 
     console.print(styled(("Device breakdown", "bold"), "  " + _window_line(doc["window"])))
     for d in doc.get("devices", []):
         span = d["span_us"] or 1
-        console.print(f"device {d['device']}: span {_us(d['span_us'])} µs, busy (union) {_us(d['busy_us'])} µs "
-                      f"({100 * d['busy_us'] / span:.2f} %), idle {_us(d['idle_us'])} µs, "
-                      f"multistream overlap {_us(d['overlap_us'])} µs over {d['streams']} streams")
+        console.print(f"device {d['device']}: span {us(d['span_us'])} µs, busy (union) {us(d['busy_us'])} µs "
+                      f"({100 * d['busy_us'] / span:.2f} %), idle {us(d['idle_us'])} µs, "
+                      f"multistream overlap {us(d['overlap_us'])} µs over {d['streams']} streams")
     t = Table(title="Streams", title_justify="left")
     for c in ("device", "stream", "span µs", "active µs", "active %", "idle µs", "idle %", "activities", "kernels"):
         t.add_column(c, justify="right", no_wrap=True)
     for s in doc["streams"]:
-        t.add_row(str(s["device"]), str(s["stream"]), _us(s["span_us"]), _us(s["active_us"]), _pct(s["active_pct"]),
-                  _us(s["idle_us"]), _pct(s["idle_pct"]), f"{s['activities']:,}", f"{s['kernels']:,}")
+        t.add_row(str(s["device"]), str(s["stream"]), us(s["span_us"]), us(s["active_us"]), pct(s["active_pct"]),
+                  us(s["idle_us"]), pct(s["idle_pct"]), f"{s['activities']:,}", f"{s['kernels']:,}")
     print_table(console, _fit(t, console.width), NO_GPU)
     for s in doc["streams"]:
-        t = Table(title=f"device {s['device']} stream {s['stream']}: device time {_us(s['device_us'])} µs "
+        t = Table(title=f"device {s['device']} stream {s['stream']}: device time {us(s['device_us'])} µs "
                         f"(CPU op → kernel)", title_justify="left")
         t.add_column("entry", no_wrap=True, overflow="ellipsis", max_width=80)
         t.add_column("device µs", justify="right", no_wrap=True)
@@ -138,7 +131,7 @@ def render_device_breakdown(doc: dict[str, Any], console: Console, top_ops: int 
         t.add_column(c, justify="right", no_wrap=True)
     for o in doc["ops"][:top_ops]:
         t.add_row(o["op"], f"{o['count']:,}", f"{o['kernels']:,}",
-                  *((f"{o.get('graph_kernels', 0):,}",) if graphs else ()), _us(o["device_us"]), _us(o["host_us"]),
+                  *((f"{o.get('graph_kernels', 0):,}",) if graphs else ()), us(o["device_us"]), us(o["host_us"]),
                   "" if o["ratio"] is None else f"{o['ratio']:.2f}")
     console.print(_fit(t, console.width))
     if graphs:
@@ -198,12 +191,12 @@ def render_iterations(doc: dict[str, Any], console: Console) -> None:
         else:
             t.add_column(c, justify="right", no_wrap=True)
     for s in steps:
-        gs = "" if s["gpu_start_ns"] is None else _us((s["gpu_start_ns"] - t0) / 1e3)
-        t.add_row(str(s["index"]), str(s["step"]), s["name"], _us((s["cpu_start_ns"] - t0) / 1e3), _us(s["cpu_us"]),
-                  gs, _us(s["gpu_us"]), _us(s["gpu_busy_us"]), _us(s["kernel_us"]), f"{s['kernels']:,}",
-                  _us(s["data_loading_us"]))
+        gs = "" if s["gpu_start_ns"] is None else us((s["gpu_start_ns"] - t0) / 1e3)
+        t.add_row(str(s["index"]), str(s["step"]), s["name"], us((s["cpu_start_ns"] - t0) / 1e3), us(s["cpu_us"]),
+                  gs, us(s["gpu_us"]), us(s["gpu_busy_us"]), us(s["kernel_us"]), f"{s['kernels']:,}",
+                  us(s["data_loading_us"]))
     console.print(_fit(t, console.width))
-    console.print(f"mean CPU step {_us(doc['mean_cpu_us'])} µs, mean GPU busy {_us(doc['mean_gpu_busy_us'])} µs")
+    console.print(f"mean CPU step {us(doc['mean_cpu_us'])} µs, mean GPU busy {us(doc['mean_gpu_busy_us'])} µs")
 
 
 def render_summary(doc: dict[str, Any], console: Console) -> None:
@@ -211,7 +204,7 @@ def render_summary(doc: dict[str, Any], console: Console) -> None:
     w = doc["window"]
     console.print(styled(("Summary", "bold"), "  " + _window_line(w)))
     if doc["steps"]:
-        line = f"steps {doc['steps']}, step time {_us(doc['step_time_us'])} µs"
+        line = f"steps {doc['steps']}, step time {us(doc['step_time_us'])} µs"
         if doc["qps"] is not None:
             line += f", batch {doc['batch_size']:,} → QPS {doc['qps']:,.2f}"
         else:
@@ -222,11 +215,11 @@ def render_summary(doc: dict[str, Any], console: Console) -> None:
     t.add_column("", no_wrap=True)
     for d in doc["devices"]:
         t.add_column(f"device {d['device']}", justify="right", no_wrap=True)
-    rows = [("streams", lambda d: str(d["streams"])), ("window", lambda d: _us(d["span_us"])),
-            ("busy (union), % of window", lambda d: f"{_us(d['busy_us'])} ({_pct(d['busy_pct'])} %)"),
-            ("idle", lambda d: f"{_us(d['idle_us'])} ({_pct(d['idle_pct'])} %)"),
-            ("Σ stream active", lambda d: _us(d["stream_active_us"])),
-            ("overlap", lambda d: f"{_us(d['overlap_us'])} ({_pct(d['overlap_pct'])} %)")]
+    rows = [("streams", lambda d: str(d["streams"])), ("window", lambda d: us(d["span_us"])),
+            ("busy (union), % of window", lambda d: f"{us(d['busy_us'])} ({pct(d['busy_pct'])} %)"),
+            ("idle", lambda d: f"{us(d['idle_us'])} ({pct(d['idle_pct'])} %)"),
+            ("Σ stream active", lambda d: us(d["stream_active_us"])),
+            ("overlap", lambda d: f"{us(d['overlap_us'])} ({pct(d['overlap_pct'])} %)")]
     for label, fn in rows:
         t.add_row(label, *[fn(d) for d in doc["devices"]])
     if doc["devices"]:
@@ -238,8 +231,8 @@ def render_summary(doc: dict[str, Any], console: Console) -> None:
     for c in ("device", "stream", "activities", "kernels", "active µs", "active %", "idle µs"):
         t.add_column(c, justify="right", no_wrap=True)
     for s in doc["streams"]:
-        t.add_row(str(s["device"]), str(s["stream"]), f"{s['activities']:,}", f"{s['kernels']:,}", _us(s["active_us"]),
-                  _pct(s["active_pct"]), _us(s["idle_us"]))
+        t.add_row(str(s["device"]), str(s["stream"]), f"{s['activities']:,}", f"{s['kernels']:,}", us(s["active_us"]),
+                  pct(s["active_pct"]), us(s["idle_us"]))
     print_table(console, _fit(t, console.width), NO_GPU)
 
 

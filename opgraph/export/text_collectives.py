@@ -7,6 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from opgraph.export.numbers import num
 from opgraph.export.console import cell, print_table
 
 NO_COMM = "no communication kernels (NCCL / RCCL) in this trace"
@@ -18,8 +19,6 @@ def render_collectives(df: Any, console: Console) -> None:
     for c in ("collective", "ranks", "dtype", "message bytes", "count", "time µs", "algbw", "busbw"):
         t.add_column(c, justify="left" if c in ("collective", "dtype") else "right")
 
-    def num(v: Any, fmt: str) -> str:
-        return "-" if v is None or v != v or v is Ellipsis else format(v, fmt)
     for r in df.to_dict("records"):
         gs = r["group_size"]
         t.add_row(cell(r["collective"]), "-" if gs is None or gs != gs else str(int(gs)), cell(r["dtype"]),
@@ -36,8 +35,6 @@ def render_job_collectives(df: Any, console: Console) -> None:
     for c in ("id", "collective", "ranks", "message bytes", "skew", "comm", "last rank", "algbw", "busbw"):
         t.add_column(c, justify="left" if c == "collective" else "right")
 
-    def num(v: Any, fmt: str) -> str:
-        return "-" if v is None or v != v else format(v, fmt)
     for r in df.to_dict("records"):
         t.add_row(str(r["coll_id"]), cell(r["collective"]), str(r["ranks"]),
                   "-" if r["message_bytes"] is None else f"{int(r['message_bytes']):,}",

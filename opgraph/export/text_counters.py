@@ -3,27 +3,17 @@ each counter per op (names through the project's console: literal, cleaned)."""
 
 from __future__ import annotations
 
-import math
 import os
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
+from opgraph.export.numbers import significant
 from opgraph.export.console import cell, print_table
 
 NO_RANGES = ("no CUPTI range-profiler events (cat cuda_profiler_range) in this trace: record with "
              "torch.profiler's experimental_config=_ExperimentalConfig(profiler_metrics=[...])")
-
-
-def _num(v: Any) -> str:
-    """A counter value: thousands separators for large values, 4 significant digits else."""
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
-    x = float(v)
-    if abs(x) >= 1e4 or (x.is_integer() and abs(x) >= 1):
-        return f"{x:,.0f}"
-    return f"{x:.4g}"
 
 
 def _prefix(names: list[str]) -> str:
@@ -58,8 +48,8 @@ def render_counters(res: Any, console: Console, top: int = 30) -> None:
     for c in names:
         t.add_column("…" + c[len(pre):] if pre else c, justify="right", overflow="fold")
     for r in res.by_op.head(top).to_dict("records"):
-        t.add_row(cell(r["op"]), f"{r['ranges']:,}", *([_num(r["sass_flops"])] if res.has_sass_flops else []),
-                  *[_num(r[c]) for c in names])
+        t.add_row(cell(r["op"]), f"{r['ranges']:,}", *([significant(r["sass_flops"])] if res.has_sass_flops else []),
+                  *[significant(r[c]) for c in names])
     print_table(console, t, "no ranges")
     if len(res.by_op) > top:
         console.print(f"  ... {len(res.by_op) - top} more ops (--top N, --json or --csv for all)")

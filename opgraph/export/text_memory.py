@@ -7,6 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from opgraph.export.numbers import num
 from opgraph.export.console import cell, print_table
 
 NO_COPIES = "no memory copies or sets in this trace"
@@ -18,8 +19,6 @@ def render_memory_bw(df: Any, console: Console) -> None:
     for c in ("dev", "kind", "count", "MB", "time µs", "GB/s", "p50 GB/s", "max GB/s", "note"):
         t.add_column(c, justify="left" if c in ("kind", "note") else "right")
 
-    def num(v: Any, fmt: str) -> str:
-        return "-" if v is None or v != v else format(v, fmt)
     for r in df.to_dict("records"):
         note = "pageable host memory: staged, blocks the host" if r["pageable"] else ""
         if r["no_bytes"]:
