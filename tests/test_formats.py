@@ -199,3 +199,20 @@ def test_node_link_roundtrip(rel: str, cli, tmp_path: Path) -> None:
     r = cli(["info", str(out), "--json"])
     assert r.exit_code == 0, r.stderr
     assert json.loads(r.stdout)["source"]["format"] == FIXTURES[rel]
+
+
+@pytest.mark.parametrize("doc, expected", [
+    ([], "kineto"), ([None], "unknown"), ([{"ph": "X", "name": "a", "id": 1, "inputs": []}], "kineto"),
+    ([{"call": "x", "timestamp": 1, "name": "a", "id": 1, "inputs": []}], "dvdt"),
+    ({"nodes": [], "schema": 1, "directed": True, "edges": []}, "opgraph-graph"),
+    ({"traceEvents": [], "directed": True, "nodes": [], "edges": []}, "kineto"),
+    ({"characteristics_list": [], "nodes": [], "pid": 1}, "pytorch-et"),
+    ({"data": []}, "nsys-json"), ({"type": "String"}, "nsys-json"), ([1, 2], "unknown"), ({"a": 1}, "unknown"),
+])
+def test_reader_registry_order(doc, expected) -> None:
+    """The readers' sniffs are tried in the registry's order: documents that two of them
+    could claim go to the same format as before the registry (one content test each)."""
+    from opgraph.ingest import READERS
+
+    assert detect_format(b"{}", doc) == expected
+    assert FORMATS == tuple(r.name for r in READERS)

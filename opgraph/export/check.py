@@ -44,16 +44,16 @@ _FLOW_END_PH = ("f", "t")
 def load_trace_doc(doc_or_path: Any) -> Any:
     """The decoded JSON of a trace given as a path (``.json`` / ``.json.gz``), bytes, or an
     already decoded document (returned as is)."""
-    from opgraph.ingest.source import GZIP_MAGIC, decompress_gzip, read_regular_file
+    from opgraph.ingest.source import GZIP_MAGIC, decompress_gzip, read_json
 
     if isinstance(doc_or_path, (str, Path)):
-        data, name = read_regular_file(doc_or_path), str(doc_or_path)  # regular files under the input cap
-    elif isinstance(doc_or_path, (bytes, bytearray)):
-        data, name = bytes(doc_or_path), "<bytes>"
-    else:
+        with gc_paused():
+            return read_json(doc_or_path)  # regular files under the input cap, gzip capped
+    if not isinstance(doc_or_path, (bytes, bytearray)):
         return doc_or_path
+    data = bytes(doc_or_path)
     if data[:2] == GZIP_MAGIC:
-        data = decompress_gzip(data, name)  # capped
+        data = decompress_gzip(data, "<bytes>")  # capped
     with gc_paused():
         return orjson.loads(data)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import orjson
 
@@ -27,10 +27,7 @@ from opgraph.ingest.source import SQLITE_MAGIC, SourceBytes, read_source
 from opgraph.ingest.table import EventTable, HealthItem, check_times
 
 __all__ = ["read_trace", "read_trace_doc", "detect_format", "parse_trace_doc", "TextDoc", "EventTable",
-           "HealthItem", "FORMATS"]
-
-#: Formats ``read_trace`` knows by name (``--format``).
-FORMATS = ("kineto", "nsys-sqlite", "nsys-json", "nsys-csv", "dvdt", "clintercept", "pytorch-et")
+           "HealthItem", "FORMATS", "READERS", "Reader"]
 
 #: Keys of the legacy nsys JSON export's event messages (one per line).
 NSYS_JSON_KEYS = frozenset({"TraceProcessEvent", "CudaEvent", "NvtxEvent", "CommEvent", "DiagnosticEvent",
@@ -106,39 +103,130 @@ def _close_chrome_array(data: bytes) -> Any:
     return doc if isinstance(doc, list) else None
 
 
+def _first(doc: Any) -> Any:
+    """The first element of a JSON array document (None for anything else)."""
+    return doc[0] if isinstance(doc, list) and doc else None
+
+
+def _is_kineto(data: bytes, doc: Any) -> bool:
+    if isinstance(doc, dict):
+        return "traceEvents" in doc
+    if isinstance(doc, list):
+        if not doc:
+            return True  # an empty event array
+        first = doc[0]
+        return isinstance(first, dict) and "ph" in first and not _is_dvdt(data, doc) and not _is_clintercept(data, doc)
+    return False
+
+
+def _is_saved_graph(data: bytes, doc: Any) -> bool:
+    return isinstance(doc, dict) and "directed" in doc and "nodes" in doc and "edges" in doc
+
+
+def _is_et(data: bytes, doc: Any) -> bool:
+    if isinstance(doc, dict):
+        return "nodes" in doc and ("schema" in doc or "pid" in doc)
+    first = _first(doc)
+    # (a list whose first event is a dv/dt call or a Chrome event is that format, not an ET)
+    return isinstance(first, dict) and "name" in first and "id" in first and (
+        "inputs" in first or "parent" in first or "ctrl_deps" in first) and "ph" not in first \
+        and not _is_dvdt(data, doc)
+
+
+def _is_dvdt(data: bytes, doc: Any) -> bool:
+    if isinstance(doc, dict):
+        return "characteristics_list" in doc
+    first = _first(doc)
+    return isinstance(first, dict) and "call" in first and "timestamp" in first
+
+
+def _is_clintercept(data: bytes, doc: Any) -> bool:
+    first = _first(doc)
+    if not (isinstance(first, dict) and "ph" in first and not _is_dvdt(data, doc)):
+        return False
+    from opgraph.ingest.clintercept import looks_like_clintercept
+    return looks_like_clintercept(doc)
+
+
+def _read_kineto(src: SourceBytes, doc: Any) -> EventTable:
+    return read_kineto(src.path, src=src, doc=doc)
+
+
+def _read_nsys_sqlite(src: SourceBytes, doc: Any) -> EventTable:
+    from opgraph.ingest.nsys_sqlite import read_nsys_sqlite
+    return _checked(read_nsys_sqlite(src), src.path)
+
+
+def _read_nsys_json(src: SourceBytes, doc: Any) -> EventTable:
+    from opgraph.ingest.nsys_json import read_nsys_json
+    return _checked(read_nsys_json(src, doc), src.path, src)
+
+
+def _read_nsys_csv(src: SourceBytes, doc: Any) -> EventTable:
+    from opgraph.ingest.nsys_csv import read_nsys_csv
+    return _checked(read_nsys_csv(src), src.path)
+
+
+def _read_dvdt(src: SourceBytes, doc: Any) -> EventTable:
+    from opgraph.ingest.dvdt import read_dvdt
+    return _checked(read_dvdt(src, doc), src.path, src)
+
+
+def _read_clintercept(src: SourceBytes, doc: Any) -> EventTable:
+    from opgraph.ingest.clintercept import read_clintercept
+    return _checked(read_clintercept(src, doc), src.path, src)
+
+
+def _read_et(src: SourceBytes, doc: Any) -> EventTable:
+    from opgraph.ingest.et import read_et
+    return _checked(read_et(src, doc), src.path, src)
+
+
+@dataclass(frozen=True)
+class Reader:
+    """One trace format: its name (``--format``), ``sniff(data, doc)`` (is this file of the
+    format? ``data``: the file's bytes; ``doc``: the decoded JSON document, a
+    :class:`TextDoc`, or None for SQLite) and ``read(src, doc) -> EventTable``. ``text``:
+    the format is not one JSON document (the reader takes the bytes, ``doc`` is a
+    :class:`TextDoc`)."""
+
+    name: str
+    sniff: Callable[[bytes, Any], bool]
+    read: Callable[[SourceBytes, Any], EventTable]
+    text: bool = False
+
+
+#: The readers, in the order their ``sniff`` is tried (the first that says yes wins).
+READERS: tuple[Reader, ...] = (
+    Reader("nsys-sqlite", lambda data, doc: data.startswith(SQLITE_MAGIC), _read_nsys_sqlite, text=True),
+    Reader("nsys-csv", lambda data, doc: isinstance(doc, TextDoc) and doc.format == "nsys-csv", _read_nsys_csv,
+           text=True),
+    Reader("nsys-json", lambda data, doc: (isinstance(doc, TextDoc) and doc.format == "nsys-json")
+           or (isinstance(doc, dict) and not _is_kineto(data, doc) and not _is_saved_graph(data, doc)
+               and not _is_et(data, doc) and not _is_dvdt(data, doc) and _is_nsys_json_record(doc)),
+           _read_nsys_json, text=True),
+    Reader("kineto", _is_kineto, _read_kineto),
+    Reader("pytorch-et", lambda data, doc: not _is_saved_graph(data, doc) and _is_et(data, doc), _read_et),
+    Reader("dvdt", _is_dvdt, _read_dvdt),
+    Reader("clintercept", _is_clintercept, _read_clintercept),
+)
+_BY_NAME = {r.name: r for r in READERS}
+
+#: Formats ``read_trace`` knows by name (``--format``).
+FORMATS = tuple(r.name for r in READERS)
+
+
 def detect_format(data: bytes, doc: Any = None) -> str:
     """Name the format of a trace from its content (never from its file name).
 
     Returns one of :data:`FORMATS`, ``opgraph-graph`` (a saved node-link graph), or
     ``unknown``."""
-    if data.startswith(SQLITE_MAGIC):
-        return "nsys-sqlite"
-    if isinstance(doc, TextDoc):
-        return doc.format
-    if isinstance(doc, dict):
-        if "traceEvents" in doc:
-            return "kineto"
-        if "directed" in doc and "nodes" in doc and "edges" in doc:
-            return "opgraph-graph"
-        if "nodes" in doc and ("schema" in doc or "pid" in doc):
-            return "pytorch-et"
-        if "characteristics_list" in doc:
-            return "dvdt"
-        if _is_nsys_json_record(doc):
-            return "nsys-json"
-        return "unknown"
-    if isinstance(doc, list):
-        if not doc:
-            return "kineto"
-        first = doc[0]
-        if isinstance(first, dict) and "call" in first and "timestamp" in first:
-            return "dvdt"
-        if isinstance(first, dict) and "ph" in first:
-            from opgraph.ingest.clintercept import looks_like_clintercept
-            return "clintercept" if looks_like_clintercept(doc) else "kineto"
-        if isinstance(first, dict) and "name" in first and "id" in first and (
-                "inputs" in first or "parent" in first or "ctrl_deps" in first):
-            return "pytorch-et"
+    if not isinstance(doc, TextDoc) and not data.startswith(SQLITE_MAGIC) and not _is_kineto(data, doc) \
+            and _is_saved_graph(data, doc):
+        return "opgraph-graph"
+    for r in READERS:
+        if r.sniff(data, doc):
+            return r.name
     return "unknown"
 
 
@@ -177,30 +265,12 @@ def read_trace_doc(src: SourceBytes, doc: Any, format: str | None = None) -> Eve
         if format in ("nsys-json", "nsys-csv") and not isinstance(doc, TextDoc):
             doc = TextDoc(format)
         fmt = format
-    if fmt == "kineto":
-        if isinstance(doc, TextDoc):
-            raise OpgraphInputError(src.path, f"--format kineto: the file is {doc.format}, not JSON")
-        return read_kineto(src.path, src=src, doc=doc)
-    if fmt == "nsys-sqlite":
-        from opgraph.ingest.nsys_sqlite import read_nsys_sqlite
-        return _checked(read_nsys_sqlite(src), src.path)
-    if fmt == "nsys-json":
-        from opgraph.ingest.nsys_json import read_nsys_json
-        return _checked(read_nsys_json(src, doc), src.path, src)
-    if fmt == "nsys-csv":
-        from opgraph.ingest.nsys_csv import read_nsys_csv
-        return _checked(read_nsys_csv(src), src.path)
+    reader = _BY_NAME.get(fmt)
+    if reader is not None and (reader.text or not isinstance(doc, TextDoc)):
+        return reader.read(src, doc)
     if isinstance(doc, TextDoc):
-        raise OpgraphInputError(src.path, f"--format {fmt}: the file is {doc.format}, not a JSON document")
-    if fmt == "dvdt":
-        from opgraph.ingest.dvdt import read_dvdt
-        return _checked(read_dvdt(src, doc), src.path, src)
-    if fmt == "clintercept":
-        from opgraph.ingest.clintercept import read_clintercept
-        return _checked(read_clintercept(src, doc), src.path, src)
-    if fmt == "pytorch-et":
-        from opgraph.ingest.et import read_et
-        return _checked(read_et(src, doc), src.path, src)
+        raise OpgraphInputError(src.path, f"--format {fmt}: the file is {doc.format}, "
+                                + ("not JSON" if fmt == "kineto" else "not a JSON document"))
     if fmt == "opgraph-graph":
         raise OpgraphInputError(src.path, "a saved opgraph graph, not a trace: load it with opgraph.graph.io.load_any")
     if isinstance(doc, dict):

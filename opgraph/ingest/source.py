@@ -1,4 +1,5 @@
-"""Reading a trace file's bytes: plain or gzip (detected by magic bytes), with one-line errors."""
+"""Reading a file's bytes: plain or gzip (detected by magic bytes), capped, with one-line
+errors: traces (:func:`read_source`) and every other JSON input (:func:`read_json`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ import stat
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import orjson
 
 from opgraph.errors import OpgraphInputError
 
@@ -168,3 +172,20 @@ def read_source(path: str | Path) -> SourceBytes:
     if not data.strip():
         raise OpgraphInputError(str(p), "empty file")
     return SourceBytes(str(p), data, sha, compressed)
+
+
+def read_json(path: str | Path, what: str = "") -> Any:
+    """The decoded JSON of ``path`` (plain or gzip; a regular file under the input cap,
+    decompression capped). Every failure is one :class:`OpgraphInputError` naming the
+    file, ``what`` it is (e.g. ``"overheads"``) and the problem."""
+    prefix = f"{what}: " if what else ""
+    try:
+        raw = read_regular_file(path)
+        if raw[:2] == GZIP_MAGIC:
+            raw = decompress_gzip(raw, str(path))  # capped: a gzip bomb is refused, not expanded
+    except OpgraphInputError as e:
+        raise OpgraphInputError(str(path), prefix + e.problem) from None
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        raise OpgraphInputError(str(path), f"{prefix}not valid JSON ({e})") from None

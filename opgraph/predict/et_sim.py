@@ -53,12 +53,13 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from opgraph.ingest.source import read_json
 from opgraph.intervals import union_length
 from opgraph.errors import OpgraphInputError
 from opgraph.ingest.steps import STEP_RE
 from opgraph.predict.kernel_models import (
     Activity, KernelLookup, LookupEntry, MicrobenchProfile, Peaks, RooflineCalibration, embedding_backward_us,
-    embedding_forward_us, op_class, read_json, read_json_file, shape_key, tbe_backward_key, tbe_kind, tbe_params,
+    embedding_forward_us, op_class, read_json_file, shape_key, tbe_backward_key, tbe_kind, tbe_params,
 )
 
 #: Launch APIs that always make the CPU wait for the device.

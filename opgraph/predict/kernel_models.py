@@ -32,6 +32,7 @@ import numpy as np
 import orjson
 import pandas as pd
 
+from opgraph.ingest.source import read_json
 from opgraph.errors import OpgraphInputError
 
 MICROBENCH_PATH = Path(__file__).resolve().parents[1] / "devices" / "microbench.json"
@@ -553,27 +554,6 @@ class KernelLookup:
 
 
 # --------------------------------------------------------------------------- load / save
-def read_json(path: str, what: str) -> Any:
-    """Read a (optionally gzipped) JSON file; every failure is an
-    :class:`OpgraphInputError` naming the file, ``what`` it is, and the problem."""
-    from opgraph.ingest.source import decompress_gzip
-
-    try:
-        raw = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise OpgraphInputError(path, f"{what}: no such file") from None
-    except IsADirectoryError:
-        raise OpgraphInputError(path, f"{what}: is a directory") from None
-    except OSError as e:
-        raise OpgraphInputError(path, f"{what}: cannot read ({e.strerror})") from None
-    if raw[:2] == b"\x1f\x8b":
-        raw = decompress_gzip(raw, path)  # capped: a gzip bomb is refused, not expanded
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError as e:
-        raise OpgraphInputError(path, f"{what}: not valid JSON ({e})") from None
-
-
 def read_json_file(path: str, schema: str, what: str) -> dict[str, Any]:
     """:func:`read_json`, then validated against ``schemas/<schema>`` (one-line errors)."""
     doc = read_json(path, what)
