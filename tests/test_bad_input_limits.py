@@ -256,7 +256,7 @@ def test_gzip_under_the_cap_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
 
 def test_rank_ranges_wider_than_a_million_are_refused(tmp_path: Path) -> None:
-    from opgraph.analysis.crossrank import parse_ranks
+    from opgraph.commands.critical_path import parse_ranks
     from opgraph.multirank.job import MAX_RANK_RANGE, RankRangeTooWide, parse_rank_set
 
     assert parse_rank_set(f"0-{MAX_RANK_RANGE - 1}") == set(range(MAX_RANK_RANGE))

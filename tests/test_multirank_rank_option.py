@@ -12,7 +12,7 @@ import pytest
 
 from conftest import ROOT, _run_cli, assert_one_line_error
 from opgraph.cli import NO_RANK_COMMANDS, main
-from opgraph.commands.base import fmt_ranks
+from opgraph.multirank.job import format_rank_set as fmt_ranks
 
 FIX = ROOT / "fixtures" / "multirank" / "seq"
 

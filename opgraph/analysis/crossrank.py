@@ -173,21 +173,6 @@ def node_ranks(G: nx.DiGraph, a: GraphArrays) -> np.ndarray:
     return np.fromiter((nodes[e].get("rank", 0) for e in a.eid.tolist()), dtype=np.int64, count=a.n)
 
 
-def parse_ranks(spec: str | None) -> list[int] | None:
-    """``None`` / ``"all"`` -> None (every rank); ``"0,3"`` / ``"0-2,5"`` -> sorted ranks
-    (the syntax of ``opgraph build --keep``). ValueError otherwise."""
-    from opgraph.multirank.job import RankRangeTooWide, parse_rank_set
-
-    if spec is None or spec.strip().lower() == "all":
-        return None
-    try:
-        return sorted(parse_rank_set(spec))
-    except RankRangeTooWide as e:
-        raise ValueError(f"--ranks {spec!r}: {e}") from None
-    except ValueError:
-        raise ValueError(f"--ranks {spec!r}: expected all or ranks like 0,3,5-7") from None
-
-
 def _positions(a: GraphArrays, nodes: np.ndarray) -> np.ndarray:
     """Positions of node keys ``nodes`` (-1 for keys not in the graph)."""
     nodes = np.asarray(nodes, dtype=np.int64)
@@ -262,11 +247,11 @@ def crossrank_critical_path(G: nx.DiGraph, ranks: Sequence[int] | None = None,
         wanted = sorted({int(r) for r in ranks})
         unknown = [r for r in wanted if r not in info]
         if unknown:
-            raise ValueError(f"--ranks: rank(s) {unknown} not in this job (ranks {_fmt_ranks(all_ranks)})")
+            raise ValueError(f"rank(s) {unknown} not in this job (ranks {_fmt_ranks(all_ranks)})")
     full = [r for r in wanted if info[r].get("full", True)]
     summarised = [r for r in wanted if r not in full]
     if not full:
-        raise ValueError(f"--ranks: none of {_fmt_ranks(wanted)} is kept in full in this job "
+        raise ValueError(f"none of ranks {_fmt_ranks(wanted)} is kept in full in this job "
                          f"(full ranks: {_fmt_ranks([r for r in all_ranks if info[r].get('full', True)])})")
     notes: list[str] = []
     not_full_job = [r for r in all_ranks if not info[r].get("full", True)]

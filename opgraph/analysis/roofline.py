@@ -551,7 +551,7 @@ def resolve_devices(props: list[Any] | None, device_ids: list[int], override: st
         ov = lookup(override)
         if ov is None:
             from opgraph.devices import all_devices
-            raise ValueError(f"unknown or ambiguous --device {override!r}; known: "
+            raise ValueError(f"unknown or ambiguous device {override!r}; known: "
                              + ", ".join(d.name for d in all_devices()))
     out: dict[int, DeviceInfo] = {}
     found = {d: lookup_properties(p) for d, p in by_id.items()}
@@ -715,7 +715,7 @@ def roofline(source: nx.DiGraph | TraceColumns | Mapping[str, Any], *, device: s
         info = dtype_info(dtype)
         canon = info[0] if info else None
         if canon is None and peak_dtype_key(dtype) is None:
-            raise ValueError(f"unknown --dtype {dtype!r}; use e.g. bf16, fp16, fp32, tf32, fp8, fp64")
+            raise ValueError(f"unknown dtype {dtype!r}; use e.g. bf16, fp16, fp32, tf32, fp8, fp64")
         dtype = canon or peak_dtype_key(dtype)
     n = c.n
     oc = _cost_ops(c, ws)

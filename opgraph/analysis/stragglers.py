@@ -276,7 +276,7 @@ def rank_comm_waits(G: Any, rank: int | None = None, sha256: str | None = None) 
         raise ValueError(f"rank {rank} is not in this job" if rank is not None
                          else "the profiled trace is not a rank of this job (no rank file with its sha256)")
     if not row.get("full", True):
-        raise ValueError(f"rank {row['rank']} was not kept in full in this job (see --keep)")
+        raise ValueError(f"rank {row['rank']} was not kept in full when this job was built (its keep setting)")
     r, off = int(row["rank"]), int(row["node_offset"])
     w = kernel_waits(job["collectives"])
     w = w[w["rank"].to_numpy(np.int64) == r]

@@ -15,6 +15,7 @@ import click
 
 from opgraph.emit import emit_json
 from opgraph.errors import OpgraphInputError
+from opgraph.multirank.job import format_rank_set
 from opgraph.table_options import TableFiles, write_frames
 
 
@@ -55,26 +56,15 @@ def load_input(path: str, fmt: str | None = None, label: str = "loading", job_ok
     ranks = [int(r["rank"]) for r in job.get("ranks", [])]
     full = [int(r["rank"]) for r in job.get("ranks", []) if r.get("full")]
     if rank is None:
-        raise OpgraphInputError(path, f"is a multi-rank job graph (ranks {fmt_ranks(ranks)}): pass --rank N "
-                                      f"(kept in full: {fmt_ranks(full)}), or use critical-path / stragglers / "
+        raise OpgraphInputError(path, f"is a multi-rank job graph (ranks {format_rank_set(ranks)}): pass --rank N "
+                                      f"(kept in full: {format_rank_set(full)}), or use critical-path / stragglers / "
                                       "info / overlap / collectives / export --perfetto for the whole job")
     from opgraph.multirank import rank_subgraph
 
     try:
         return rank_subgraph(G, rank)
     except KeyError as e:
-        raise OpgraphInputError(path, f"--rank {rank}: {e.args[0]} (kept in full: {fmt_ranks(full)})") from None
-
-
-def fmt_ranks(ranks: list[int]) -> str:
-    """``[0, 1, 2, 5]`` -> ``"0-2,5"``."""
-    out: list[str] = []
-    for r in sorted(set(ranks)):
-        if out and out[-1].split("-")[-1] == str(r - 1):
-            out[-1] = f"{out[-1].split('-')[0]}-{r}"
-        else:
-            out.append(str(r))
-    return ",".join(out) or "none"
+        raise OpgraphInputError(path, f"--rank {rank}: {e.args[0]} (kept in full: {format_rank_set(full)})") from None
 
 
 def emit_result(input: str, tables: dict[str, Any], files: TableFiles | None, as_json: bool,

@@ -10,10 +10,25 @@ from opgraph.table_options import TableFiles, table_file_options
 from opgraph.errors import OpgraphInputError
 
 
+def parse_ranks(spec: str | None) -> list[int] | None:
+    """``None`` / ``"all"`` -> None (every rank); ``"0,3"`` / ``"0-2,5"`` -> sorted ranks
+    (the syntax of ``opgraph build --keep``). ValueError otherwise."""
+    from opgraph.multirank.job import RankRangeTooWide, parse_rank_set
+
+    if spec is None or spec.strip().lower() == "all":
+        return None
+    try:
+        return sorted(parse_rank_set(spec))
+    except RankRangeTooWide as e:
+        raise ValueError(f"--ranks {spec!r}: {e}") from None
+    except ValueError:
+        raise ValueError(f"--ranks {spec!r}: expected all or ranks like 0,3,5-7") from None
+
+
 def _crossrank(G, input: str, window: str | None, ranks: str | None, as_json: bool, no_path: bool,
                top: int, files: TableFiles | None = None) -> None:
     """``critical-path`` on a job graph: the cross-rank path per step."""
-    from opgraph.analysis.crossrank import crossrank_critical_path, parse_ranks
+    from opgraph.analysis.crossrank import crossrank_critical_path
 
     if window is not None:
         raise OpgraphInputError(input, "--window is not supported on a multi-rank job graph: windows are the "
@@ -25,7 +40,7 @@ def _crossrank(G, input: str, window: str | None, ranks: str | None, as_json: bo
     try:
         res = crossrank_critical_path(G, ranks=sel)
     except ValueError as e:
-        raise OpgraphInputError(input, str(e)) from None
+        raise OpgraphInputError(input, f"--ranks {ranks or 'all'}: {e}") from None
     from opgraph.export.text_crossrank import render_crossrank_path
     emit_result(input, res.tables(), files, as_json, lambda: res.to_dict(with_path=not no_path),
                 "critical-path.schema.json", lambda: render_crossrank_path(res, make_console(), top=top))

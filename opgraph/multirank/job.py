@@ -89,6 +89,18 @@ class RankRangeTooWide(ValueError):
     """A rank range wider than :data:`MAX_RANK_RANGE` ranks."""
 
 
+def format_rank_set(ranks: list[int] | set[int]) -> str:
+    """``[0, 1, 2, 5]`` -> ``"0-2,5"`` (the inverse of :func:`parse_rank_set`; ``"none"``
+    for no rank)."""
+    out: list[str] = []
+    for r in sorted(set(ranks)):
+        if out and out[-1].split("-")[-1] == str(r - 1):
+            out[-1] = f"{out[-1].split('-')[0]}-{r}"
+        else:
+            out.append(str(r))
+    return ",".join(out) or "none"
+
+
 def parse_rank_set(spec: str) -> set[int]:
     """``"0,3,5-7"`` -> {0, 3, 5, 6, 7}. Raises ``ValueError`` on bad syntax and
     :class:`RankRangeTooWide` (a ``ValueError``) for a range of more than
