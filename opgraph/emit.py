@@ -1,5 +1,6 @@
-"""Printing a command's JSON document on stdout, validated against its schema first (the
-one place every command's ``--json`` goes through; :mod:`opgraph.cli` hands it on)."""
+"""Printing a command's JSON document on stdout (the one place every command's ``--json``
+goes through), checked against its schema when ``$OPGRAPH_CHECK_OUTPUT`` is set
+(:func:`opgraph.schemas_util.check_output`: the tests set it)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ import orjson
 
 
 def emit_json(doc: Any, schema: str | None = None) -> None:
-    """Print ``doc`` as JSON (validated against ``schemas/<schema>`` when given)."""
+    """Print ``doc`` as JSON (checked against ``schemas/<schema>`` when given and output
+    checks are on)."""
     if schema:
-        from opgraph.schemas_util import validate
-        validate(doc, schema)
+        from opgraph.schemas_util import check_output
+        check_output(doc, schema)
     click.echo(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
                             | orjson.OPT_SERIALIZE_NUMPY).decode())

@@ -1,7 +1,13 @@
-"""Loading the JSON Schemas in ``schemas/`` and validating documents against them."""
+"""Loading the JSON Schemas in ``schemas/`` and validating documents against them.
+
+Input we read is always validated. Our own output is checked against its schema by the
+tests, not at run time (a large ``critical-path --json`` spent most of its time in that
+self-check): :func:`check_output` validates only when ``$OPGRAPH_CHECK_OUTPUT`` is set
+(the test suite sets it for every command it runs)."""
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -35,3 +41,19 @@ def validate(doc: Any, schema_name: str) -> None:
     err = validation_error(doc, schema_name)
     if err:
         raise ValueError(f"{schema_name}: {err}")
+
+
+#: Set (to anything but ``""`` or ``0``) to validate every document opgraph writes against
+#: its schema before writing it (the tests set it; see the module docstring).
+OUTPUT_CHECK_ENV = "OPGRAPH_CHECK_OUTPUT"
+
+
+def output_checks_enabled() -> bool:
+    """Whether ``$OPGRAPH_CHECK_OUTPUT`` asks for our own output to be validated."""
+    return os.environ.get(OUTPUT_CHECK_ENV, "") not in ("", "0")
+
+
+def check_output(doc: Any, schema_name: str) -> None:
+    """:func:`validate` our own output ``doc``, when :func:`output_checks_enabled`."""
+    if output_checks_enabled():
+        validate(doc, schema_name)

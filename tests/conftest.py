@@ -13,6 +13,7 @@ below keeps only the last few graphs, so memory stays bounded).
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections import OrderedDict
@@ -26,6 +27,11 @@ import pytest
 from click.testing import CliRunner
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# Every document opgraph writes during the tests is validated against its schema
+# (opgraph.schemas_util.check_output; at run time users skip the self-check). Subprocesses
+# inherit it.
+os.environ["OPGRAPH_CHECK_OUTPUT"] = "1"
 TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
 KINETO_DIR = TRACES / "A_kineto"
 SYNTH_DIR = ROOT / "fixtures" / "synth"

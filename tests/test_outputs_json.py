@@ -52,3 +52,19 @@ def test_every_input_command_has_json() -> None:
     for name, cmd in main.commands.items():
         if any(isinstance(p, click.Argument) for p in cmd.params):
             assert any(p.name == "as_json" for p in cmd.params), name
+
+
+def test_output_self_check_only_when_asked(monkeypatch, capsys) -> None:
+    """Our own JSON is validated against its schema when $OPGRAPH_CHECK_OUTPUT is set (the
+    tests), and not at run time otherwise (no schema pass on the hot path)."""
+    import pytest as _pytest
+
+    from opgraph.emit import emit_json
+
+    bad = {"not": "an idle document"}
+    monkeypatch.setenv("OPGRAPH_CHECK_OUTPUT", "1")
+    with _pytest.raises(ValueError, match="idle.schema.json"):
+        emit_json(bad, "idle.schema.json")
+    monkeypatch.delenv("OPGRAPH_CHECK_OUTPUT")
+    emit_json(bad, "idle.schema.json")
+    assert '"not": "an idle document"' in capsys.readouterr().out

@@ -64,8 +64,8 @@ def overheads(input: str, output: str | None, by_shapes: bool, t1_max_gap_us: fl
     samples = overhead_samples(f, p, w, with_shapes=by_shapes or csv_dir is not None)
     doc = overheads_doc(f, p, by_shapes, samples)
     if output:
-        from opgraph.schemas_util import validate
-        validate(doc, "overheads.schema.json")
+        from opgraph.schemas_util import check_output
+        check_output(doc, "overheads.schema.json")
         from opgraph.outfiles import write_atomic
         write_atomic(output, orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS), (input,))
         click.echo(f"wrote {output}: {len(doc['ops'])} ops, T1 n={doc['t1']['n'] if doc['t1'] else 0}", err=True)
