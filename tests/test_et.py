@@ -165,3 +165,19 @@ def test_build_with_et_cli(cli, tmp_path: Path) -> None:
     assert nx.is_directed_acyclic_graph(G)
     shaped = [d for d in G.nodes.values() if d["kind"] == "cpu_op" and "et_input_shapes" in (d["args"] or {})]
     assert len(shaped) > 1000
+
+
+@needs_traces
+@pytest.mark.real_traces
+def test_build_with_mismatched_et_is_one_line_error(cli, tmp_path: Path) -> None:
+    """An ET of another run: exit 2 with one line naming both files and the match count, and
+    no graph written (it used to build the graph and only warn)."""
+    k = TRACES / "A_kineto" / "param_dlrm_8gpu_rank0.pt.trace.json.gz"
+    et = TRACES / "B_et" / "param_resnet_2gpu_et_1.1.0.json.gz"
+    out = tmp_path / "g.gpickle"
+    r = cli(["build", str(k), "--et", str(et), "-o", str(out)])
+    assert r.exit_code == 2, r.stderr
+    line = r.stderr.strip()
+    assert "\n" not in line and "Traceback" not in line
+    assert str(et) in line and str(k) in line and "ET ops matched" in line and "same run" in line
+    assert not out.exists()
