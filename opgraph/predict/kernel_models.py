@@ -266,7 +266,7 @@ def tbe_params(name: str, shapes: Sequence[Any], values: Sequence[Any] | None) -
 
 
 # --------------------------------------------------------------------------- op classes
-#: flops.py families (:func:`opgraph.analysis.flops.op_family`) and model names -> op class.
+#: flops families (:func:`opgraph.analysis.flops.op_family`) and model names -> op class.
 _MODEL_CLASS = {
     "attention": "attention", "norm": "norm", "softmax": "reduction",
     "gemm": "gemm", "conv": "conv", "conv_backward": "conv", "sdpa": "attention", "sdpa_backward": "attention",
@@ -278,7 +278,7 @@ OP_CLASSES = ("gemm", "conv", "attention", "norm", "reduction", "elementwise", "
 
 
 def op_class(name: str, model: str | None) -> str:
-    """The calibration class of an op: from its flops.py family or model (``gemm``,
+    """The calibration class of an op: from its flops family or model (``gemm``,
     ``conv``, ``attention``, ``norm``, ``reduction``, ``elementwise``, ``copy``,
     ``embedding``, ``comm``), ``comm`` for any collective name, else ``other``."""
     if model is not None:
