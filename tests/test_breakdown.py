@@ -16,8 +16,9 @@ import networkx as nx
 import pytest
 from click.testing import CliRunner
 
+from opgraph.names import short_kernel_name
 from opgraph.analysis.breakdown import (
-    device_breakdown, device_breakdown_doc, host_breakdown, host_breakdown_doc, short_kernel_name,
+    device_breakdown, device_breakdown_doc, host_breakdown, host_breakdown_doc,
 )
 from opgraph.analysis.iterations import analysis_window, graph_frame, iterations_doc
 from opgraph.analysis.multistream import stream_stats, summary_doc

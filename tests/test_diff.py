@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from opgraph.analysis.diff import call_paths, diff_graphs, normalize_kernel_name
+from opgraph.analysis.diff import call_paths, diff_graphs
+from opgraph.names import normalize_kernel_name
 from opgraph.analysis.roofline import TraceColumns
 from opgraph.cli import main
 from opgraph.graph.io import load_any

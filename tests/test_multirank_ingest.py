@@ -20,7 +20,8 @@ from opgraph.graph.io import GraphPayload, load_any, load_gpickle, save_gpickle,
 from opgraph.multirank import build_job, rank_from_filename, rank_subgraph
 from opgraph.multirank.job import parse_keep, parse_rank_set
 from opgraph.multirank.match import align_clocks, match_collectives
-from opgraph.multirank.worker import normalise_collective, rank_result
+from opgraph.multirank.worker import rank_result
+from opgraph.names import normalise_collective
 from opgraph.schemas_util import validation_error
 
 DLRM = sorted(KINETO_DIR.glob("param_dlrm_8gpu_rank*.pt.trace.json.gz")) if KINETO_DIR.is_dir() else []

@@ -25,6 +25,7 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
+from opgraph.names import short_kernel_name
 from opgraph.analysis.iterations import K_CPU_OP, K_KERNEL, K_PYTHON, GraphFrame, Window, analysis_window, frame_of
 from opgraph.analysis.multistream import device_stats, stream_stats
 from opgraph.analysis.replayed_ops import replayed_ops
@@ -41,19 +42,6 @@ OUTSIDE_OPS = "(outside any op)"
 
 
 # --------------------------------------------------------------------------- helpers
-def short_kernel_name(name: str) -> str:
-    """A kernel's short name: no ``void`` prefix, no template or argument list, last
-    ``::`` component (``void at::native::foo<float>(...)`` -> ``foo``)."""
-    s = name.strip()
-    if s.startswith("void "):
-        s = s[5:]
-    out = []
-    for ch in s:
-        if ch == "<" or ch == "(":
-            break
-        out.append(ch)
-    s = "".join(out).strip() or name
-    return s.rsplit("::", 1)[-1] or s
 
 
 def _norm_names(names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -14,100 +14,18 @@ import numpy as np
 import orjson
 import pandas as pd
 
+from opgraph.names import HEX_RE, NAME_LEVELS, normalize_kernel_name
 from opgraph.analysis.roofline import RooflineResult, TraceColumns, isin_obj, roofline
 
-__all__ = ["normalize_kernel_name", "NAME_LEVELS", "kernel_table", "op_table", "diff_graphs",
-           "call_paths"]
+__all__ = ["kernel_table", "op_table", "diff_graphs", "call_paths"]
 
-#: Kernel-name normalisation levels (see :func:`normalize_kernel_name`).
-NAME_LEVELS = ("exact", "default", "base")
 
-_HEX_RE = re.compile(r"0x[0-9a-fA-F]+")
-_WS_RE = re.compile(r"\s+")
 _STEP_NUM_RE = re.compile(r"#\d+")
 
 
-def _strip_params(s: str) -> str:
-    """Drop a trailing top-level parameter list ``(...)`` (not ``(anonymous namespace)``
-    and not parentheses inside template arguments)."""
-    if not s.endswith(")"):
-        return s
-    angle = 0
-    stack: list[tuple[int, int]] = []  # (position, angle depth at the '(')
-    match_of_last = -1
-    prev = ""
-    for i, ch in enumerate(s):
-        if ch == "<":
-            angle += 1
-        elif ch == ">" and prev != "-":
-            angle = max(angle - 1, 0)
-        elif ch == "(":
-            stack.append((i, angle))
-        elif ch == ")" and stack:
-            pos, ang = stack.pop()
-            if i == len(s) - 1 and not stack and ang == 0:
-                match_of_last = pos
-        prev = ch
-    if match_of_last > 0:
-        return s[:match_of_last].rstrip()
-    return s
-
-
-def _strip_templates(s: str) -> str:
-    out = []
-    depth = 0
-    prev = ""
-    for ch in s:
-        if ch == "<":
-            depth += 1
-        elif ch == ">" and prev != "-" and depth:
-            depth -= 1
-        elif depth == 0:
-            out.append(ch)
-        prev = ch
-    return "".join(out)
-
-
-def normalize_kernel_name(name: str, level: str = "default") -> str:
-    """The key two kernels are matched by.
-
-    ``exact``: whitespace collapsed only. ``default``: also a leading ``void `` and the
-    trailing parameter list are dropped (they follow from the name and template arguments,
-    and change with driver/NCCL versions), and hex addresses become ``0x?``; template
-    arguments stay, so ``CUDAFunctor_add<float>`` and ``MulFunctor<float>`` kernels stay
-    apart. ``base``: also every template argument list is dropped (coarse: one row per
-    kernel function, e.g. all ``vectorized_elementwise_kernel`` instances together).
-    """
-    if not isinstance(name, str):
-        return ""
-    s = _WS_RE.sub(" ", name).strip()
-    if level == "exact":
-        return s
-    if level not in NAME_LEVELS:
-        raise ValueError(f"unknown name level {level!r}; use one of {', '.join(NAME_LEVELS)}")
-    if s.startswith("void "):
-        s = s[5:]
-    s = _HEX_RE.sub("0x?", s)
-    s = _strip_params(s)
-    if level == "base":
-        s = _strip_templates(s)
-        s = _strip_params(s)
-    return _WS_RE.sub(" ", s).strip()
-
-
-
-def kernel_label(name: object, width: int | None = None) -> str:
-    """A kernel name for display: without ``void``, parameter list and addresses, template
-    arguments kept (:func:`normalize_kernel_name`; memcpy/memset names as they are); cut to
-    ``width`` characters with ``…`` (None: never cut)."""
-    if not isinstance(name, str):
-        return ""
-    s = name if name.startswith(("Memcpy", "Memset")) else (normalize_kernel_name(name) or name)
-    return s if width is None or len(s) <= width else s[: width - 1] + "…"
-
 def _norm_path_name(name: Any) -> str:
     s = name if isinstance(name, str) else ""
-    return _STEP_NUM_RE.sub("#N", _HEX_RE.sub("0x?", s))
+    return _STEP_NUM_RE.sub("#N", HEX_RE.sub("0x?", s))
 
 
 def call_paths(c: TraceColumns) -> np.ndarray:

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from opgraph.analysis.breakdown import outermost_ops
-from opgraph.analysis.diff import kernel_label as _kernel_label
+from opgraph.names import kernel_label as _kernel_label
 from opgraph.analysis.display import TableResult, json_records
 from opgraph.analysis.iterations import K_KERNEL, frame_of
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 import re
 
-from opgraph.analysis.breakdown import short_kernel_name
+from opgraph.names import short_kernel_name
 from opgraph.export.dot_style import CRITICAL_COLOR, EDGE_STYLE, NODE_STYLE, dot_str, fmt_us, safe_name
 from opgraph.export.dot_view import GraphView, ViewNode
 
@@ -25,7 +25,7 @@ def label_name(vn: ViewNode, width: int = 38) -> str:
     nm = safe_name(vn.name) if vn.name else "(unnamed)"
     if vn.kind == "kernel":
         # "void at::native::(anonymous namespace)::max_pool_forward_nchw<float>(...)" -> max_pool_forward_nchw
-        from opgraph.analysis.diff import normalize_kernel_name
+        from opgraph.names import normalize_kernel_name
         parts = [p for p in (normalize_kernel_name(nm, "base") or "").split("::") if p.strip()]
         nm = parts[-1].strip() if parts else (short_kernel_name(nm) or nm)
     elif vn.kind == "python":  # "transformers/models/bert/modeling_bert.py(1160): forward" -> file and function

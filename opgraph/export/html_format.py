@@ -68,7 +68,7 @@ def short_name(name: str, width: int = 80, kernel: bool = False) -> str:
     and parameter list; then cut in the middle, keeping both ends."""
     s = " ".join(str(name).split())
     if kernel:
-        from opgraph.analysis.diff import normalize_kernel_name
+        from opgraph.names import normalize_kernel_name
         s = normalize_kernel_name(s) or s
     if len(s) <= width:
         return s

@@ -13,7 +13,7 @@ def render_diff(doc: dict[str, Any], console: Any, top: int) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from opgraph.analysis.diff import kernel_label
+    from opgraph.names import kernel_label
     from opgraph.export.console import cell, clean, print_table, styled
 
     a, b = doc["a"], doc["b"]

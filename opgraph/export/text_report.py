@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from opgraph.analysis.diff import kernel_label
+from opgraph.names import kernel_label
 from opgraph.export.numbers import si
 
 

@@ -8,7 +8,8 @@ and clock alignment (:mod:`.match`), and merging into one job graph (:mod:`.job`
 from opgraph.multirank.identity import discover, rank_from_filename
 from opgraph.multirank.job import JobBuild, build_job, is_job, load_job, merge_results, rank_subgraph
 from opgraph.multirank.match import align_clocks, match_collectives
-from opgraph.multirank.worker import RankResult, normalise_collective, rank_result
+from opgraph.multirank.worker import RankResult, rank_result
+from opgraph.names import normalise_collective
 
 __all__ = ["RankResult", "JobBuild", "align_clocks", "build_job", "discover", "is_job", "load_job",
            "match_collectives", "merge_results", "normalise_collective", "rank_from_filename",

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from opgraph.names import normalise_collective
 from opgraph.gc_pause import gc_paused
 from opgraph.errors import OpgraphInputError
 from opgraph.graph.linking import COMM_KERNEL_PATTERN
@@ -37,35 +38,6 @@ STEP_COLUMNS: dict[str, str] = {"step": "int64", "name": "object", "ts": "int64"
 _LAUNCHER_NAME_RE = re.compile(r"^(?:nccl|rccl|gloo):|^c10d::")
 #: Ancestors of a launch call searched for the collective's annotation.
 MAX_LAUNCHER_DEPTH = 64
-
-_COLL_NAMES = (
-    (re.compile(r"(?i)all_?reduce"), "all_reduce"),
-    (re.compile(r"(?i)all_?gather"), "all_gather"),
-    (re.compile(r"(?i)reduce_?scatter"), "reduce_scatter"),
-    (re.compile(r"(?i)all_?to_?all"), "all_to_all"),
-    (re.compile(r"(?i)broadcast|bcast"), "broadcast"),
-    (re.compile(r"(?i)send_?recv|\bsend\b|\brecv\b|^send|^recv|:send|:recv|_send|_recv"), "send_recv"),
-    (re.compile(r"(?i)barrier"), "barrier"),
-    (re.compile(r"(?i)gather"), "gather"),
-    (re.compile(r"(?i)scatter"), "scatter"),
-    (re.compile(r"(?i)reduce"), "reduce"),
-)
-
-
-def normalise_collective(name: str | None) -> str:
-    """``allreduce``, ``nccl:all_reduce``, ``ncclKernel_AllReduce_RING_LL_Sum_float`` ... ->
-    ``all_reduce``; likewise ``all_gather``, ``reduce_scatter``, ``all_to_all``,
-    ``broadcast``, ``send_recv``, ``barrier``, ``gather``, ``scatter``, ``reduce``; anything
-    else lower-cased, or ``"unknown"``."""
-    if not name:
-        return "unknown"
-    s = str(name)
-    if s.startswith("ncclKernel_") or s.startswith("ncclDevKernel_"):
-        s = s.split("_", 1)[1]
-    for rx, out in _COLL_NAMES:
-        if rx.search(s):
-            return out
-    return s.split("(")[0].strip().lower() or "unknown"
 
 
 @dataclass
