@@ -181,3 +181,14 @@ def test_build_with_mismatched_et_is_one_line_error(cli, tmp_path: Path) -> None
     assert "\n" not in line and "Traceback" not in line
     assert str(et) in line and str(k) in line and "ET ops matched" in line and "same run" in line
     assert not out.exists()
+
+
+@pytest.mark.parametrize("cmd", [["critical-path"], ["breakdown", "--host"], ["idle"], ["iterations"], ["summary"]])
+def test_et_only_tables_are_headed_in_ticks(cli, tiny: Path, cmd: list[str]) -> None:
+    """An execution trace records no times: tables and lines print its ordinal positions as
+    "ticks" (1 tick = 1 op in program order), never under a "µs" heading; the note on
+    stderr says so once."""
+    r = cli([*cmd, str(tiny)])
+    assert r.exit_code == 0, r.stderr
+    assert "µs" not in r.stdout
+    assert "ticks" in r.stderr and "program order" in r.stderr

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from opgraph.export.console import make_console
+from opgraph.commands.base import console
 from opgraph.commands.base import emit_result, load_input, rank_option
 from opgraph.table_options import TableFiles, table_file_options
 
@@ -23,4 +23,4 @@ def advise_cmd(input: str, as_json: bool, csv_dir: TableFiles | None, rank: int 
 
     res = recommendations(load_input(input, rank=rank))
     emit_result(input, res.tables(), csv_dir, as_json, res.to_dict, "advise.schema.json",
-                lambda: render_advise(res.to_dict(), make_console()))
+                lambda: render_advise(res.to_dict(), console()))

@@ -19,6 +19,22 @@ from opgraph.multirank.job import format_rank_set
 from opgraph.table_options import TableFiles, write_frames
 
 
+#: Where :func:`load_input` leaves the unit of the loaded graph's times for :func:`console`
+#: (``click.Context.meta`` of the invocation).
+TIME_UNIT_KEY = "opgraph.time_unit"
+#: The unit of an execution trace's ordinal times (1 tick = 1 op in program order).
+ORDINAL_UNIT = "ticks"
+
+
+def console():
+    """The console a command prints through (:func:`opgraph.export.console.make_console`),
+    with "µs" printed as the loaded graph's own unit when its times are not µs."""
+    from opgraph.export.console import make_console
+
+    ctx = click.get_current_context(silent=True)
+    return make_console(time_unit=ctx.find_root().meta.get(TIME_UNIT_KEY) if ctx is not None else None)
+
+
 def rank_option(f: Callable) -> Callable:
     """``--rank N``: on a multi-rank job graph, analyse rank N on its own clock (the
     command passes it to :func:`load_input` as ``rank=``)."""
@@ -42,9 +58,14 @@ def load_input(path: str, fmt: str | None = None, label: str = "loading", job_ok
     with phase_progress(f"{label} {os.path.basename(path)}") as step:
         G = load_any(path, format=fmt, step=step)
     if (G.graph.get("trace_metadata") or {}).get("timing") == "ordinal":
-        # an execution trace records no timestamps: say so once, on stderr (JSON stays clean)
+        # an execution trace records no timestamps: say so once, on stderr (JSON stays clean:
+        # its *_us keys hold the positions), and head the tables with "ticks", not "µs"
         click.echo(f"note: {path}: an execution trace records no timestamps; every time below is an ordinal "
-                   "position (1 unit = 1 op in program order), printed where µs would be", err=True)
+                   f"position in {ORDINAL_UNIT} (1 tick = 1 op in program order; in JSON, under the *_us keys)",
+                   err=True)
+        ctx = click.get_current_context(silent=True)
+        if ctx is not None:
+            ctx.find_root().meta[TIME_UNIT_KEY] = ORDINAL_UNIT
     job = G.graph.get("job")
     if not isinstance(job, dict):
         if rank is not None and not job_ok:

@@ -6,7 +6,7 @@ import click
 
 from opgraph.emit import emit_json
 from opgraph.commands.base import load_input, rank_option
-from opgraph.export.console import make_console
+from opgraph.commands.base import console
 from opgraph.commands.iterations import (
     check_regex, markers, output_options, window_options,
 )
@@ -63,6 +63,6 @@ def breakdown(input: str, mode: str, depth: int, top: int | None, shapes: int, t
     elif csv_dir is None:
         from opgraph.export.tables import render_device_breakdown, render_host_breakdown
         if mode == "device":
-            render_device_breakdown(doc, make_console(), top_ops)
+            render_device_breakdown(doc, console(), top_ops)
         else:
-            render_host_breakdown(doc, make_console())
+            render_host_breakdown(doc, console())

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from opgraph.export.console import make_console
+from opgraph.commands.base import console
 from opgraph.commands.base import emit_result, load_input, rank_option
 from opgraph.table_options import TableFiles, table_file_options
 
@@ -25,4 +25,4 @@ def categories_cmd(input: str, as_json: bool, csv_dir: TableFiles | None, rank: 
     res = gpu_categories(load_input(input, rank=rank))
     tables = res.tables()
     emit_result(input, tables, csv_dir, as_json, res.to_dict, "categories.schema.json",
-                lambda: render_categories(tables, make_console()))
+                lambda: render_categories(tables, console()))

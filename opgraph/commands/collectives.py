@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from opgraph.export.console import make_console
+from opgraph.commands.base import console
 from opgraph.commands.base import emit_result, load_input, rank_option
 from opgraph.table_options import TableFiles, table_file_options
 
@@ -31,8 +31,8 @@ def collectives_cmd(input: str, as_json: bool, csv_dir: TableFiles | None, rank:
 
         jres = job_collectives(G, rank_subgraph)
         emit_result(input, jres.tables(), csv_dir, as_json, jres.to_dict, "job-collectives.schema.json",
-                    lambda: render_job_collectives(jres.collectives, make_console()))
+                    lambda: render_job_collectives(jres.collectives, console()))
         return
     res = collectives(G)
     emit_result(input, res.tables(), csv_dir, as_json, res.to_dict, "collectives.schema.json",
-                lambda: render_collectives(res.to_frame(), make_console()))
+                lambda: render_collectives(res.to_frame(), console()))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from opgraph.export.console import make_console
+from opgraph.commands.base import console
 from opgraph.commands.base import emit_result, load_input, rank_option
 from opgraph.table_options import TableFiles, table_file_options
 
@@ -25,4 +25,4 @@ def counters_cmd(input: str, as_json: bool, top: int, csv_dir: TableFiles | None
 
     res = cupti_counters(load_input(input, rank=rank))
     emit_result(input, res.tables(), csv_dir, as_json, res.to_dict, "counters.schema.json",
-                lambda: render_counters(res, make_console(), top))
+                lambda: render_counters(res, console(), top))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from opgraph.export.console import make_console
+from opgraph.commands.base import console
 from opgraph.commands.base import emit_result, load_input, rank_option
 from opgraph.table_options import TableFiles, table_file_options
 from opgraph.errors import OpgraphInputError
@@ -43,7 +43,7 @@ def _crossrank(G, input: str, window: str | None, ranks: str | None, as_json: bo
         raise OpgraphInputError(input, f"--ranks {ranks or 'all'}: {e}") from None
     from opgraph.export.text_crossrank import render_crossrank_path
     emit_result(input, res.tables(), files, as_json, lambda: res.to_dict(with_path=not no_path),
-                "critical-path.schema.json", lambda: render_crossrank_path(res, make_console(), top=top))
+                "critical-path.schema.json", lambda: render_crossrank_path(res, console(), top=top))
 
 
 @click.command("critical-path")
@@ -80,7 +80,7 @@ def critical_path_cmd(input: str, window: str | None, as_json: bool, no_path: bo
         res = critical_path(G, window=window)
     from opgraph.export.text import render_critical_path
     emit_result(input, res.tables(), csv_dir, as_json, lambda: res.to_dict(with_path=not no_path),
-                "critical-path.schema.json", lambda: render_critical_path(res, make_console(), top=top))
+                "critical-path.schema.json", lambda: render_critical_path(res, console(), top=top))
 
 
 @click.command("idle")
@@ -99,4 +99,4 @@ def idle_cmd(input: str, kernel_wait_us: float, top: int, as_json: bool, csv_dir
     res = idle_time(G, kernel_wait_us=kernel_wait_us)
     from opgraph.export.text import render_idle
     emit_result(input, res.tables(), csv_dir, as_json, lambda: res.to_dict(top=top), "idle.schema.json",
-                lambda: render_idle(res, make_console(), top=top))
+                lambda: render_idle(res, console(), top=top))

@@ -7,7 +7,7 @@ import click
 from opgraph.device_options import device_file_option
 from opgraph.emit import emit_json
 from opgraph.errors import OpgraphInputError
-from opgraph.export.console import make_console
+from opgraph.commands.base import console
 from opgraph.table_options import TableFiles, table_file_options, write_frames
 
 
@@ -34,4 +34,4 @@ def devices(as_json: bool, name: str | None, sparse: bool, csv_dir: TableFiles |
         emit_json(doc, "devices.schema.json")
     elif csv_dir is None:
         from opgraph.export.text_devices import render_devices
-        render_devices(doc, sparse, make_console())
+        render_devices(doc, sparse, console())

@@ -48,7 +48,7 @@ def diff(a: str, b: str, as_json: bool, name_level: str, include_same: bool, no_
         return
     if csv_dir is not None:
         return
-    from opgraph.export.console import make_console
+    from opgraph.commands.base import console
     from opgraph.export.text_diff import render_diff
 
-    render_diff(doc, make_console(), top)
+    render_diff(doc, console(), top)

@@ -6,7 +6,7 @@ import click
 
 from opgraph.commands.base import load_input
 from opgraph.emit import emit_json
-from opgraph.export.console import make_console
+from opgraph.commands.base import console
 from opgraph.table_options import TableFiles, table_file_options, write_frames
 
 
@@ -27,4 +27,4 @@ def info(input: str, as_json: bool, fmt: str | None, csv_dir: TableFiles | None)
         emit_json(doc, "info.schema.json")
     elif csv_dir is None:
         from opgraph.export.text import render_info
-        render_info(doc, make_console())
+        render_info(doc, console())

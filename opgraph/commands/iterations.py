@@ -9,7 +9,7 @@ from typing import Any, Callable
 import click
 
 from opgraph.emit import emit_json
-from opgraph.export.console import make_console
+from opgraph.commands.base import console
 from opgraph.commands.base import load_input, rank_option
 from opgraph.table_options import TableFiles, table_file_options, write_frames
 
@@ -90,4 +90,4 @@ def iterations(input: str, step_regex: str | None, data_marker: tuple[str, ...],
         emit_json(doc, "iterations.schema.json")
     elif csv_dir is None:
         from opgraph.export.tables import render_iterations
-        render_iterations(doc, make_console())
+        render_iterations(doc, console())

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from opgraph.export.console import make_console
+from opgraph.commands.base import console
 from opgraph.commands.base import emit_result, load_input, rank_option
 from opgraph.table_options import TableFiles, table_file_options
 
@@ -25,4 +25,4 @@ def kernels_cmd(input: str, top: int, as_json: bool, csv_dir: TableFiles | None,
 
     res = kernel_stats(load_input(input, rank=rank))
     emit_result(input, res.tables(), csv_dir, as_json, res.to_dict, "kernel-stats.schema.json",
-                lambda: render_kernel_stats(res.to_dict(), make_console(), top))
+                lambda: render_kernel_stats(res.to_dict(), console(), top))

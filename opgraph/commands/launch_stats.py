@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from opgraph.export.console import make_console
+from opgraph.commands.base import console
 from opgraph.commands.base import emit_result, load_input, rank_option
 from opgraph.table_options import TableFiles, table_file_options
 
@@ -31,4 +31,4 @@ def launch_stats_cmd(input: str, call_cutoff_us: float, latency_cutoff_us: float
     res = launch_stats(load_input(input, rank=rank), call_cutoff_us, latency_cutoff_us)
     tables = res.tables()
     emit_result(input, tables, csv_dir, as_json, lambda: res.to_dict(top), "launch-stats.schema.json",
-                lambda: render_launch_stats(tables, make_console(), top))
+                lambda: render_launch_stats(tables, console(), top))

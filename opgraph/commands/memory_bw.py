@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from opgraph.export.console import make_console
+from opgraph.commands.base import console
 from opgraph.commands.base import emit_result, load_input, rank_option
 from opgraph.table_options import TableFiles, table_file_options
 
@@ -24,4 +24,4 @@ def memory_bw_cmd(input: str, as_json: bool, csv_dir: TableFiles | None, rank: i
 
     res = memory_bandwidth(load_input(input, rank=rank))
     emit_result(input, res.tables(), csv_dir, as_json, res.to_dict, "memory-bw.schema.json",
-                lambda: render_memory_bw(res.to_frame(), make_console()))
+                lambda: render_memory_bw(res.to_frame(), console()))

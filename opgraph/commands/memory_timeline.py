@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from opgraph.export.console import make_console
+from opgraph.commands.base import console
 from opgraph.commands.base import emit_result, load_input, rank_option
 from opgraph.table_options import TableFiles, table_file_options
 
@@ -36,4 +36,4 @@ def memory_cmd(input: str, window: str | None, top: int, with_series: bool, as_j
     with window_errors(input, "--window"):
         res = memory_timeline(G, window)
     emit_result(input, res.tables(), csv_dir, as_json, lambda: res.to_dict(series=with_series),
-                "memory-timeline.schema.json", lambda: render_memory_timeline(res, make_console(), top))
+                "memory-timeline.schema.json", lambda: render_memory_timeline(res, console(), top))

@@ -9,7 +9,7 @@ import pandas as pd
 
 from opgraph.commands.base import emit_result, load_input, rank_option
 from opgraph.emit import emit_json
-from opgraph.export.console import make_console
+from opgraph.commands.base import console
 from opgraph.table_options import TableFiles, table_file_options, write_frames
 
 
@@ -44,7 +44,7 @@ def nvtx_cmd(input: str, step_regex: str | None, top: int, as_json: bool, fmt: s
         emit_json(doc, "nvtx.schema.json")
     elif csv_dir is None:
         from opgraph.export.text_nvtx import render_nvtx
-        render_nvtx(doc, top, make_console())
+        render_nvtx(doc, top, console())
 
 
 @click.command("enqueue-stats")
@@ -62,4 +62,4 @@ def enqueue_stats_cmd(input: str, as_json: bool, fmt: str | None, csv_dir: Table
 
     res = enqueue_report(load_input(input, fmt, rank=rank))
     emit_result(input, res.tables(), csv_dir, as_json, res.to_dict, "enqueue-stats.schema.json",
-                lambda: render_enqueue_stats(res.to_dict(), make_console()))
+                lambda: render_enqueue_stats(res.to_dict(), console()))

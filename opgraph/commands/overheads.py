@@ -7,7 +7,7 @@ import orjson
 
 from opgraph.emit import emit_json
 from opgraph.commands.base import load_input, rank_option
-from opgraph.export.console import make_console
+from opgraph.commands.base import console
 from opgraph.commands.iterations import (
     check_regex, markers, output_options, window_options,
 )
@@ -77,4 +77,4 @@ def overheads(input: str, output: str | None, by_shapes: bool, t1_max_gap_us: fl
         emit_json(doc, "overheads.schema.json")
     elif csv_dir is None:
         from opgraph.export.tables import render_overheads
-        render_overheads(doc, make_console(), top)
+        render_overheads(doc, console(), top)

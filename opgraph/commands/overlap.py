@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from opgraph.export.console import make_console
+from opgraph.commands.base import console
 from opgraph.commands.base import emit_result, load_input, rank_option
 from opgraph.table_options import TableFiles, table_file_options
 
@@ -46,11 +46,11 @@ def overlap_cmd(input: str, window: str | None, as_json: bool, csv_dir: TableFil
                     "kernel_pattern_comm": COMM_KERNEL_PATTERN,
                     "rows": json_records(tables["overlap"]) if "overlap" in tables else []}
         emit_result(input, tables, csv_dir, as_json, doc, "overlap.schema.json",
-                    lambda: render_overlap(tables["overlap"], make_console()))
+                    lambda: render_overlap(tables["overlap"], console()))
         return
     check_window(G, input, window)
     with window_errors(input, "--window"):
         res = comm_overlap(G, window)
     tables = res.tables()
     emit_result(input, tables, csv_dir, as_json, res.to_dict, "overlap.schema.json",
-                lambda: render_overlap(tables["overlap"], make_console()))
+                lambda: render_overlap(tables["overlap"], console()))

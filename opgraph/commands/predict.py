@@ -7,7 +7,7 @@ import re
 import click
 
 from opgraph.emit import emit_json
-from opgraph.export.console import make_console
+from opgraph.commands.base import console
 from opgraph.commands.base import load_input, rank_option
 from opgraph.device_options import device_file_option
 from opgraph.table_options import TableFiles, table_file_options, write_frames
@@ -131,7 +131,7 @@ def predict_cmd(input: str, replay: bool, scale_kernels: tuple[str, ...], scale_
         return
     from opgraph.export.text_predict import render_predict
 
-    render_predict(doc, make_console(), perfetto)
+    render_predict(doc, console(), perfetto)
 
 
 def _predict_et(input: str | None, et: str, overheads: str | None, device: str | None, lookup: str | None,
@@ -156,6 +156,6 @@ def _predict_et(input: str | None, et: str, overheads: str | None, device: str |
         return
     from opgraph.export.text_predict import render_predict_et
 
-    render_predict_et(doc, et, make_console())
+    render_predict_et(doc, et, console())
 
 

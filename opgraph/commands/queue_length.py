@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from opgraph.export.console import make_console
+from opgraph.commands.base import console
 from opgraph.commands.base import emit_result, load_input, rank_option
 from opgraph.table_options import TableFiles, table_file_options
 
@@ -26,4 +26,4 @@ def queue_cmd(input: str, limit: int, as_json: bool, csv_dir: TableFiles | None,
 
     res = queue_length(load_input(input, rank=rank), limit)
     emit_result(input, res.tables(), csv_dir, as_json, res.to_dict, "queue-length.schema.json",
-                lambda: render_queue_length(res.to_frame(), make_console()))
+                lambda: render_queue_length(res.to_frame(), console()))

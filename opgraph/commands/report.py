@@ -9,7 +9,7 @@ from opgraph.commands.base import load_input, rank_option
 from opgraph.device_options import device_file_option, device_option, dtype_option
 from opgraph.emit import emit_json
 from opgraph.errors import OpgraphInputError
-from opgraph.export.console import make_console
+from opgraph.commands.base import console
 from opgraph.table_options import TableFiles, table_file_options, write_frames
 
 
@@ -73,4 +73,4 @@ def report(input: str, by: str, as_json: bool, csv_dir: TableFiles | None, devic
         return
     from opgraph.export.text_report import render_roofline_report
 
-    render_roofline_report(doc, make_console(), top or 30, graph_replays=bool(G.graph.get("graph_replay")))
+    render_roofline_report(doc, console(), top or 30, graph_replays=bool(G.graph.get("graph_replay")))

@@ -7,7 +7,7 @@ import re
 
 import click
 
-from opgraph.export.console import make_console
+from opgraph.commands.base import console
 from opgraph.commands.base import emit_result, load_input, rank_option
 from opgraph.errors import OpgraphInputError
 from opgraph.table_options import TableFiles, table_file_options
@@ -46,4 +46,4 @@ def sequences_cmd(input: str, op: str | None, min_length: int, max_length: int, 
             raise OpgraphInputError(input, f"--op {op!r}: not a regular expression ({e})") from None
     res = kernel_sequences(load_input(input, rank=rank), op, min_length, max_length, top, whole_calls)
     emit_result(input, res.tables(), csv_dir, as_json, res.to_dict, "sequences.schema.json",
-                lambda: render_sequences(res.to_dict(), make_console()))
+                lambda: render_sequences(res.to_dict(), console()))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from opgraph.export.console import make_console
+from opgraph.commands.base import console
 from opgraph.commands.base import emit_result, load_input, rank_option
 from opgraph.device_options import device_file_option, device_option, dtype_option
 from opgraph.table_options import TableFiles, table_file_options
@@ -42,4 +42,4 @@ def shapes_cmd(input: str, families: tuple[str, ...], top: int | None, device: s
         raise OpgraphInputError(input, str(e)) from None
     tables = {f: (t.head(top) if top is not None else t) for f, t in res.tables().items() if f in fams}
     emit_result(input, tables, csv_dir, as_json, lambda: res.to_dict(top, fams), "shapes.schema.json",
-                lambda: render_shapes(res, make_console(), fams, top or 20))
+                lambda: render_shapes(res, console(), fams, top or 20))

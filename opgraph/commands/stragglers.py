@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from opgraph.export.console import make_console
+from opgraph.commands.base import console
 from opgraph.commands.base import emit_result, load_input
 from opgraph.table_options import TableFiles, table_file_options
 from opgraph.errors import OpgraphInputError
@@ -28,4 +28,4 @@ def stragglers_cmd(input: str, as_json: bool, top: int, csv_dir: TableFiles | No
     rep = stragglers(G)
     from opgraph.export.text_crossrank import render_stragglers
     emit_result(input, rep.tables(), csv_dir, as_json, rep.to_dict, "stragglers.schema.json",
-                lambda: render_stragglers(rep, make_console(), top=top))
+                lambda: render_stragglers(rep, console(), top=top))

@@ -6,7 +6,7 @@ import click
 
 from opgraph.emit import emit_json
 from opgraph.commands.base import is_multirank_input, load_input, multirank_options, rank_option
-from opgraph.export.console import make_console
+from opgraph.commands.base import console
 from opgraph.commands.iterations import (
     check_regex, markers, output_options, window_options,
 )
@@ -44,7 +44,7 @@ def summary(input: str, batch_size: int | None, step_regex: str | None, data_mar
         if as_json:
             emit_json(job_doc, "multirank-summary.schema.json")
         else:
-            render_multirank_summary(job_doc, make_console())
+            render_multirank_summary(job_doc, console())
         return
     from opgraph.commands.window_option import window_errors
 
@@ -59,4 +59,4 @@ def summary(input: str, batch_size: int | None, step_regex: str | None, data_mar
         emit_json(doc, "summary.schema.json")
     elif csv_dir is None:
         from opgraph.export.tables import render_summary
-        render_summary(doc, make_console())
+        render_summary(doc, console())

@@ -71,20 +71,31 @@ class SafeConsole(Console):
     """A :class:`rich.console.Console` for names from traces (see the module docstring).
 
     ``full`` (default: stdout is not a terminal) prints tables and lines at the width of
-    their content, never cut or wrapped."""
+    their content, never cut or wrapped. ``time_unit``: the word printed where "µs" would
+    be, for graphs whose times are not µs (an execution trace's ordinal positions: "ticks")."""
 
-    def __init__(self, *, full: bool | None = None, **kwargs: Any) -> None:
+    def __init__(self, *, full: bool | None = None, time_unit: str | None = None, **kwargs: Any) -> None:
         kwargs.setdefault("markup", False)
         kwargs.setdefault("emoji", False)
         super().__init__(**kwargs)
         self.full = (not self.is_terminal) if full is None else full
+        self.time_unit = time_unit
         if self.full and kwargs.get("width") is None:
             self.width = PIPE_WIDTH
 
     def render_str(self, text: str, **kwargs: Any) -> Text:  # every printed string, cell and title
-        return super().render_str(clean(text), **kwargs)
+        text = clean(text)
+        if self.time_unit:
+            text = text.replace("µs", self.time_unit)
+        return super().render_str(text, **kwargs)
 
     def print(self, *objects: Any, **kwargs: Any) -> None:
+        if self.time_unit:  # styled lines are Text, not strings: reword them too (their inner styles go)
+            objects = tuple(Text(o.plain.replace("µs", self.time_unit), style=o.style) if isinstance(o, Text)
+                            and "µs" in o.plain else o for o in objects)
+            for o in objects:
+                if isinstance(o, Table) and isinstance(o.title, Text) and "µs" in o.title.plain:
+                    o.title = o.title.plain.replace("µs", self.time_unit)
         if self.full and any(isinstance(o, Table) for o in objects):
             for o in objects:
                 if isinstance(o, Table):
