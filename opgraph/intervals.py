@@ -98,13 +98,7 @@ def union_overlap_ns(starts: Iterable[int] | np.ndarray, ends: Iterable[int] | n
     if not len(s):
         return 0, 0
     e = np.maximum(e, s)
-    o = np.argsort(s, kind="stable")
-    s, e = s[o], e[o]
-    reach = np.maximum.accumulate(e)
-    prev = np.empty_like(reach)
-    prev[0] = s[0]
-    prev[1:] = reach[:-1]
-    union = int(np.maximum(0, e - np.maximum(s, prev)).sum())
+    union = int(union_length(s, e))
     return union, int((e - s).sum()) - union
 
 
