@@ -1,0 +1,206 @@
+"""The column view of a trace graph: :class:`GraphFrame` (the nodes as parallel numpy
+arrays), built by :func:`graph_frame` (or passed through by :func:`frame_of`).
+
+Most analyses read the graph through this view. Times are integer ns (``ts``, ``dur``,
+``end``); the documents the analyses write from it are in µs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from operator import itemgetter
+from typing import Any, Sequence
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+
+from opgraph.analysis.kind_codes import K_KERNEL, K_MEMSET, K_OTHER, K_RUNTIME, KIND_CODES, KIND_NAMES
+from opgraph.graph.windows import WindowColumns
+
+__all__ = ["GraphFrame", "graph_frame", "frame_of"]
+
+
+@dataclass
+class GraphFrame:
+    """The nodes of a trace graph as parallel numpy arrays (positions 0..n-1).
+
+    Attributes
+    ----------
+    node : int64 array
+        Node keys (event ids).
+    kind : int8 array
+        Kind codes (``K_ANNOTATION`` ... ``K_GPU_ANNOTATION``, ``K_OTHER``).
+    name : object array
+        Node names (str; ``""`` when missing).
+    ts, dur, end : int64 arrays
+        Start, duration and end in ns.
+    lane : int64 array
+        One code per (pid, tid).
+    pid, tid : object arrays
+        As written in the trace.
+    device, stream, correlation, external_id : int64 arrays
+        -1 for none.
+    parent : int64 array
+        Position of the ``nest`` parent, -1 for roots (host and device nesting).
+    launcher : int64 array
+        For device activities, position of the runtime call that launched it (``launch``
+        edge), else -1.
+    """
+
+    G: nx.DiGraph
+    node: np.ndarray
+    kind: np.ndarray
+    name: np.ndarray
+    ts: np.ndarray
+    dur: np.ndarray
+    end: np.ndarray
+    lane: np.ndarray
+    pid: np.ndarray
+    tid: np.ndarray
+    device: np.ndarray
+    stream: np.ndarray
+    correlation: np.ndarray
+    external_id: np.ndarray
+    parent: np.ndarray
+    launcher: np.ndarray
+    _depth: np.ndarray | None = field(default=None, repr=False)
+    cache: dict = field(default_factory=dict, repr=False)
+
+    def __len__(self) -> int:
+        return len(self.node)
+
+    @property
+    def is_host(self) -> np.ndarray:
+        return self.kind <= K_RUNTIME
+
+    @property
+    def is_activity(self) -> np.ndarray:
+        return (self.kind >= K_KERNEL) & (self.kind <= K_MEMSET)
+
+    @property
+    def depth(self) -> np.ndarray:
+        """Nesting depth (roots 0), computed once."""
+        if self._depth is None:
+            depth = np.zeros(len(self.node), dtype=np.int64)
+            idx = np.flatnonzero(self.parent >= 0)
+            anc = self.parent[idx]
+            while len(idx):
+                depth[idx] += 1
+                anc = self.parent[anc]
+                keep = anc >= 0
+                idx, anc = idx[keep], anc[keep]
+            self._depth = depth
+        return self._depth
+
+    def window_columns(self) -> WindowColumns:
+        """The columns :func:`opgraph.graph.windows.select_windows` reads (computed once)."""
+        c = self.cache.get("window_columns")
+        if c is None:
+            c = WindowColumns(KIND_NAMES[self.kind], self.name, self.ts, self.end, self.node, self.lane,
+                              self.launcher[self.launcher >= 0])
+            self.cache["window_columns"] = c
+        return c
+
+    def args(self, pos: int) -> dict[str, Any]:
+        """The ``args`` dict of the node at position ``pos`` (empty when absent)."""
+        a = self.G._node[int(self.node[pos])].get("args")
+        return a if isinstance(a, dict) else {}
+
+    def by_depth(self, mask: np.ndarray | None = None) -> list[np.ndarray]:
+        """Positions grouped by depth, shallowest first (optionally only where ``mask``)."""
+        d = self.depth
+        pos = np.arange(len(d)) if mask is None else np.flatnonzero(mask)
+        if not len(pos):
+            return []
+        o = pos[np.argsort(d[pos], kind="stable")]
+        dd = d[o]
+        cuts = np.flatnonzero(np.diff(dd)) + 1
+        return np.split(o, cuts)
+
+
+def graph_frame(G: nx.DiGraph) -> GraphFrame:
+    """Column view of a trace graph (see :class:`GraphFrame`).
+
+    One pass over the node attribute dicts and one over the edges (``nest`` and
+    ``launch``); about 1 s for 700k nodes.
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+        A graph with the node attributes and edge kinds of docs/model.md. Missing
+        ``device``/``stream``/``correlation``/``external_id`` attributes read as -1.
+
+    Returns
+    -------
+    GraphFrame
+    """
+    nodes = G._node
+    n = len(nodes)
+    ids = np.fromiter(nodes.keys(), dtype=np.int64, count=n) if n else np.empty(0, np.int64)
+    try:
+        cols = list(zip(*map(itemgetter("kind", "name", "ts", "dur", "pid", "tid", "device", "stream",
+                                        "correlation", "external_id"), nodes.values())))
+    except KeyError:
+        get = [lambda d, k=k, dflt=dflt: d.get(k, dflt) for k, dflt in (
+            ("kind", "other"), ("name", ""), ("ts", 0), ("dur", 0), ("pid", None), ("tid", None),
+            ("device", -1), ("stream", -1), ("correlation", -1), ("external_id", -1))]
+        cols = [[g(d) for d in nodes.values()] for g in get]
+    if not n:
+        cols = [[] for _ in range(10)]
+    kind = np.fromiter((KIND_CODES.get(k, K_OTHER) for k in cols[0]), dtype=np.int8, count=n)
+    name = np.array([s if isinstance(s, str) else ("" if s is None else str(s)) for s in cols[1]], dtype=object)
+    ts = np.array(cols[2], dtype=np.int64)
+    dur = np.maximum(np.array(cols[3], dtype=np.int64), 0)
+    pid = np.array(cols[4], dtype=object)
+    tid = np.array(cols[5], dtype=object)
+
+    def ints(c: Sequence[Any]) -> np.ndarray:
+        try:
+            return np.array(c, dtype=np.int64)
+        except (TypeError, ValueError):
+            return np.array([v if isinstance(v, (int, np.integer)) else -1 for v in c], dtype=np.int64)
+
+    device, stream, corr, ext = (ints(c) for c in cols[6:10])
+    if n:
+        pc, _ = pd.factorize(pd.Series(pid, dtype=object).astype(str))
+        tc, tu = pd.factorize(pd.Series(tid, dtype=object).astype(str))
+        lane, _ = pd.factorize(pc.astype(np.int64) * (len(tu) + 1) + tc)
+        lane = lane.astype(np.int64)
+    else:
+        lane = np.empty(0, np.int64)
+    # position lookup
+    if n and ids.min() >= 0 and ids.max() < 4 * n + 1024:
+        pos_of = np.full(int(ids.max()) + 1, -1, dtype=np.int64)
+        pos_of[ids] = np.arange(n)
+        lookup = lambda a: pos_of[a]  # noqa: E731
+    else:
+        order = np.argsort(ids)
+        sorted_ids = ids[order]
+        lookup = lambda a: order[np.searchsorted(sorted_ids, a)]  # noqa: E731
+    n_src: list[int] = []
+    n_dst: list[int] = []
+    l_src: list[int] = []
+    l_dst: list[int] = []
+    for u, nbrs in G._succ.items():
+        for v, d in nbrs.items():
+            k = d.get("kind")
+            if k == "nest":
+                n_src.append(u)
+                n_dst.append(v)
+            elif k == "launch":
+                l_src.append(u)
+                l_dst.append(v)
+    parent = np.full(n, -1, dtype=np.int64)
+    if n_src:
+        parent[lookup(np.array(n_dst, dtype=np.int64))] = lookup(np.array(n_src, dtype=np.int64))
+    launcher = np.full(n, -1, dtype=np.int64)
+    if l_src:
+        launcher[lookup(np.array(l_dst, dtype=np.int64))] = lookup(np.array(l_src, dtype=np.int64))
+    return GraphFrame(G, ids, kind, name, ts, dur, ts + dur, lane, pid, tid, device, stream, corr, ext,
+                      parent, launcher)
+
+
+def frame_of(G_or_frame: nx.DiGraph | GraphFrame) -> GraphFrame:
+    """Accept a graph or an already-built frame."""
+    return G_or_frame if isinstance(G_or_frame, GraphFrame) else graph_frame(G_or_frame)
