@@ -42,14 +42,13 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
+from opgraph.analysis.device_breakdown import OUTSIDE_OPS
 from opgraph.analysis.display import TableResult, json_records
 from opgraph.analysis.iterations import GraphFrame, graph_frame
 from opgraph.ingest.table import HealthItem
 
 #: Name of the profiler's memory instants.
 MEMORY_EVENT = "[memory]"
-#: Label of allocations made outside any CPU op.
-OUTSIDE_OPS = "(outside any op)"
 #: ``c10::DeviceType`` codes as written in ``Device Type``.
 DEVICE_TYPES: dict[int, str] = {
     0: "CPU", 1: "CUDA", 2: "MKLDNN", 3: "OPENGL", 4: "OPENCL", 5: "IDEEP", 6: "HIP", 7: "FPGA", 8: "MAIA",
