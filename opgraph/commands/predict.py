@@ -75,7 +75,9 @@ def predict_cmd(input: str, replay: bool, scale_kernels: tuple[str, ...], scale_
     from opgraph.predict import WhatIfError, parse_transforms, predict
 
     if et is not None:
-        _predict_et(input, et, overheads, device, lookup, calibration, data_loading, hit_rate, gap_mode, as_json,
+        from opgraph.commands.predict_et import predict_et_command
+
+        predict_et_command(input, et, overheads, device, lookup, calibration, data_loading, hit_rate, gap_mode, as_json,
                     bool(replay or scale_kernels or scale_cpu or launch_overhead or remove or source_device
                          or typical_latencies or no_infer or window or perfetto or with_path))
         return
@@ -132,30 +134,3 @@ def predict_cmd(input: str, replay: bool, scale_kernels: tuple[str, ...], scale_
     from opgraph.export.text_predict import render_predict
 
     render_predict(doc, console(), perfetto)
-
-
-def _predict_et(input: str | None, et: str, overheads: str | None, device: str | None, lookup: str | None,
-                calibration: str | None, data_loading: str, hit_rate: str, gap_mode: str, as_json: bool,
-                graph_options: bool) -> None:
-    """``opgraph predict --et``: ET-driven prediction (opgraph.predict.et_sim)."""
-    from opgraph.predict.et_sim import predict_et
-
-    if input is not None:
-        raise OpgraphInputError(input, "--et predicts an execution trace; give no graph or trace argument with it")
-    if graph_options:
-        raise OpgraphInputError("--et", "replay/what-if options (--replay, --scale-*, --remove, --window, --perfetto ...) "
-                                "apply to a graph, not to --et")
-    if overheads is None:
-        raise OpgraphInputError("--et", "needs --overheads FILE (`opgraph overheads TRACE -o FILE --by-shapes`)")
-    if device is None:
-        raise OpgraphInputError("--et", "needs --device NAME (e.g. V100)")
-    res = predict_et(et, overheads, device, lookup, calibration, data_loading, hit_rate, gap_mode)
-    doc = res.to_dict()
-    if as_json:
-        emit_json(doc, "predict-et.schema.json")
-        return
-    from opgraph.export.text_predict import render_predict_et
-
-    render_predict_et(doc, et, console())
-
-
