@@ -116,3 +116,49 @@ def is_multirank_input(inputs: tuple[str, ...] | list[str]) -> bool:
         return True
     p = inputs[0]
     return os.path.isdir(p) or (any(ch in p for ch in "*?[") and not os.path.exists(p))
+
+
+def per_rank_command(input: str, fn: Callable[..., Any], kwargs: dict[str, Any], files: TableFiles | None,
+                     as_json: bool, schema: str, doc: Callable[[Any], Any], render: Callable[[Any, Any], None],
+                     workers: int | None = None, scheduler: str | None = None, rank: int | None = None) -> None:
+    """A table command on a job's rank traces (a directory, a glob, or several files): the
+    analysis ``fn(G, **kwargs)`` runs once per rank in the pool or on the Dask cluster
+    (:func:`opgraph.pipelines.per_rank`). Table files hold every rank's rows with a ``rank``
+    column first; ``--json`` is ``{"ranks": [{"rank", "file", "result"}]}``
+    (schemas/per-rank.schema.json; each ``result`` is the command's own document,
+    ``schema``); the terminal shows each rank's tables under its name."""
+    import pandas as pd
+
+    from opgraph.pipelines import per_rank
+    from opgraph.progress import rank_progress
+    from opgraph.schemas_util import check_output
+
+    if rank is not None:
+        raise OpgraphInputError(input, f"--rank {rank}: selects a rank of a saved job graph; with rank traces "
+                                       "every rank is analysed (or give that rank's file)")
+    with rank_progress("analysing ranks") as progress:
+        results = per_rank([input], fn, kwargs, workers=workers, scheduler=scheduler, progress=progress)
+    tables: dict[str, pd.DataFrame] = {}
+    for ra in results:
+        for name, df in ra.result.tables().items():
+            tables.setdefault(name, [])  # type: ignore[arg-type]
+            tables[name].append(df.assign(rank=ra.rank)[["rank", *[c for c in df.columns if c != "rank"]]])  # type: ignore[attr-defined]
+    merged = {name: pd.concat(parts, ignore_index=True) for name, parts in tables.items()}  # type: ignore[arg-type]
+
+    def document() -> dict[str, Any]:
+        ranks = []
+        for ra in results:
+            d = doc(ra.result)
+            check_output(d, schema)
+            ranks.append({"rank": ra.rank, "file": ra.file, "result": d})
+        return {"ranks": ranks}
+
+    def show() -> None:
+        from opgraph.export.console import styled
+
+        con = console()
+        for ra in results:
+            con.print(styled(("rank " + ("?" if ra.rank is None else str(ra.rank)), "bold"), f"  {ra.file}"))
+            render(ra.result, con)
+
+    emit_result(input, merged, files, as_json, document, "per-rank.schema.json", show)

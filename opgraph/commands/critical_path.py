@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from opgraph.commands.base import console
+from opgraph.commands.base import console, is_multirank_input, multirank_options, per_rank_command
 from opgraph.commands.base import emit_result, load_input, rank_option
 from opgraph.table_options import TableFiles, table_file_options
 from opgraph.errors import OpgraphInputError
@@ -91,12 +91,19 @@ def critical_path_cmd(input: str, window: str | None, as_json: bool, no_path: bo
 @click.option("--top", default=15, show_default=True, help="Blamed CPU ops to list.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schemas/idle.schema.json).")
 @table_file_options
-def idle_cmd(input: str, kernel_wait_us: float, top: int, as_json: bool, csv_dir: TableFiles | None, rank: int | None = None) -> None:
+@multirank_options
+def idle_cmd(input: str, kernel_wait_us: float, top: int, as_json: bool, csv_dir: TableFiles | None,
+             rank: int | None = None, scheduler: str | None = None, workers: int | None = None) -> None:
     """GPU idle time per device and stream, CPU-induced idle, and the CPU ops to blame."""
     from opgraph.analysis.idle import idle_time
+    from opgraph.export.text import render_idle
 
+    if is_multirank_input([input]) or scheduler:  # a job's rank traces: one task per rank
+        per_rank_command(input, idle_time, {"kernel_wait_us": kernel_wait_us}, csv_dir, as_json, "idle.schema.json",
+                         lambda res: res.to_dict(top=top), lambda res, con: render_idle(res, con, top=top),
+                         workers, scheduler, rank)
+        return
     G = load_input(input, rank=rank)
     res = idle_time(G, kernel_wait_us=kernel_wait_us)
-    from opgraph.export.text import render_idle
     emit_result(input, res.tables(), csv_dir, as_json, lambda: res.to_dict(top=top), "idle.schema.json",
                 lambda: render_idle(res, console(), top=top))

@@ -1,0 +1,83 @@
+"""Table commands on a job's rank traces (``opgraph idle DIR``, ``queue``, ``categories``,
+``kernels``, ``launch-stats``, ``memory-bw``): each rank is analysed in its own pool process
+or Dask task, and each rank's result equals the command run on that rank's file alone."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from conftest import KINETO_DIR, ROOT, _run_cli, assert_one_line_error
+from opgraph.schemas_util import validation_error
+
+SEQ = ROOT / "fixtures" / "multirank" / "seq"
+SCHEMAS = {"idle": "idle.schema.json", "queue": "queue-length.schema.json", "categories": "categories.schema.json",
+           "kernels": "kernel-stats.schema.json", "launch-stats": "launch-stats.schema.json",
+           "memory-bw": "memory-bw.schema.json"}
+
+
+def _strip(d: dict) -> dict:
+    d = dict(d)
+    d.pop("source", None)
+    d.pop("input", None)
+    return d
+
+
+@pytest.mark.parametrize("cmd", sorted(SCHEMAS))
+def test_each_rank_equals_its_file_alone(cmd: str) -> None:
+    r = _run_cli([cmd, str(SEQ), "--json", "--workers", "2"])
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert validation_error(doc, "per-rank.schema.json") is None
+    assert [e["rank"] for e in doc["ranks"]] == [0, 1, 2, 3]
+    for e in doc["ranks"]:
+        assert validation_error(e["result"], SCHEMAS[cmd]) is None
+        alone = _run_cli([cmd, e["file"], "--json"])
+        assert alone.exit_code == 0, alone.stderr
+        assert _strip(e["result"]) == _strip(json.loads(alone.stdout)), (cmd, e["rank"])
+
+
+def test_table_files_carry_the_rank(tmp_path: Path) -> None:
+    out, one = tmp_path / "t", tmp_path / "one"
+    r = _run_cli(["queue", str(SEQ), "--csv", str(out), "--workers", "1"])
+    assert r.exit_code == 0, r.stderr
+    df = pd.read_csv(out / "seq.queues.csv")
+    assert list(df.columns)[0] == "rank" and sorted(df["rank"].unique()) == [0, 1, 2, 3]
+    r = _run_cli(["queue", str(SEQ / "rank2.json"), "--csv", str(one)])
+    assert r.exit_code == 0, r.stderr
+    alone = pd.read_csv(one / "rank2.queues.csv")
+    pd.testing.assert_frame_equal(df[df["rank"] == 2].drop(columns="rank").reset_index(drop=True), alone)
+
+
+def test_rank_option_with_rank_traces_is_one_line_error() -> None:
+    r = _run_cli(["idle", str(SEQ), "--rank", "1"])
+    assert_one_line_error(r, SEQ, "--rank 1", "every rank is analysed")
+
+
+def test_terminal_shows_each_rank() -> None:
+    r = _run_cli(["categories", str(SEQ), "--workers", "2"])
+    assert r.exit_code == 0, r.stderr
+    for k in range(4):
+        assert f"rank {k}  " in r.stdout and f"rank{k}.json" in r.stdout
+
+
+distributed = pytest.importorskip("distributed")
+
+
+def test_dask_cluster_equals_the_pool() -> None:
+    """``--scheduler tcp://…`` runs the same per-rank analyses on a Dask cluster (here a
+    LocalCluster on loopback with 2 worker processes): the same document as the pool."""
+    from distributed import LocalCluster
+
+    dlrm = sorted(KINETO_DIR.glob("param_dlrm_8gpu_rank[0-3].pt.trace.json.gz")) if KINETO_DIR.is_dir() else []
+    inputs = str(KINETO_DIR / "param_dlrm_8gpu_rank[0-3].pt.trace.json.gz") if len(dlrm) == 4 else str(SEQ)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None) as c:
+        d = _run_cli(["idle", inputs, "--json", "--scheduler", c.scheduler_address])
+    p = _run_cli(["idle", inputs, "--json", "--workers", "2"])
+    assert d.exit_code == 0 and p.exit_code == 0, (d.stderr, p.stderr)
+    dd, pp = json.loads(d.stdout), json.loads(p.stdout)
+    assert len(dd["ranks"]) == 4 and dd == pp
