@@ -1,0 +1,74 @@
+"""The graph builder's host ``nest`` and ``launch`` linking, run on a raw event table
+without building the graph (event ids; times in ns).
+
+``opgraph augment`` on a raw trace needs only these two edge kinds, so it skips
+:func:`opgraph.graph.build.build_payload` (syncs, stream waits, thread hand-offs, flows
+other than launches, cycle checks, the networkx graph). The steps are the builder's own
+functions, called with the builder's inputs: :func:`~opgraph.graph.nesting.nest_sweep`
+over the host events per (pid, tid) lane, :func:`~opgraph.graph.linking.link_launches`
+by correlation, and :func:`~opgraph.graph.build.link_flows` for the activities no
+correlation links. What is repeated here is the glue ``build_payload`` keeps inline: the
+node mask and the lane codes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from opgraph.analysis.roofline.objects import isin_obj
+from opgraph.graph.build import link_flows
+from opgraph.graph.linking import Edges, link_launches
+from opgraph.graph.nesting import nest_sweep
+from opgraph.ingest.table import DEVICE_ACTIVITY_KINDS, HOST_KINDS, NODE_KINDS
+
+
+@dataclass
+class TableLinks:
+    """The graph nodes of an event table and its host ``nest`` and ``launch`` edges."""
+
+    #: Per event row: the ``kind`` (object array) and whether the row is a graph node
+    #: (a node kind with a timestamp and a duration >= 0, as in the builder).
+    kind: np.ndarray
+    is_node: np.ndarray
+    #: host parent -> child, and runtime call -> device activity (event ids).
+    nest: Edges
+    launch: Edges
+
+
+def host_lanes(ev: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(process codes, lane codes) per event row: one lane per (pid, tid), as the builder
+    codes them."""
+    pid_codes, _ = pd.factorize(ev["pid"].to_numpy(dtype=object))
+    tid_codes, tid_u = pd.factorize(ev["tid"].to_numpy(dtype=object))
+    lane, _ = pd.factorize(pid_codes.astype(np.int64) * (len(tid_u) + 2) + tid_codes + 1)
+    return pid_codes, lane.astype(np.int64)
+
+
+def nest_and_launch_links(ev: pd.DataFrame) -> TableLinks:
+    """The nodes, host ``nest`` edges and ``launch`` edges the builder makes for the events
+    ``ev`` (a reader's :attr:`~opgraph.ingest.table.EventTable.events`): launches by
+    correlation, plus launch flows for the activities no correlation links."""
+    kind = ev["kind"].to_numpy(dtype=object)
+    ts = ev["ts_ns"].to_numpy()
+    dur = ev["dur_ns"].to_numpy()
+    end = ts + np.maximum(dur, 0)
+    eid = ev["eid"].to_numpy()
+    corr = ev["correlation"].to_numpy()
+    has_ts = ev["has_ts"].to_numpy() if "has_ts" in ev else np.ones(len(ev), dtype=bool)
+    pid_codes, lane = host_lanes(ev)
+    is_node = isin_obj(kind, NODE_KINDS) & has_ts & (dur >= 0)
+    h = np.flatnonzero(is_node & isin_obj(kind, HOST_KINDS))
+    nr = nest_sweep(lane[h], ts[h], end[h])
+    hp = nr.parent >= 0
+    nest = Edges(eid[h][nr.parent[hp]], eid[h][hp])
+    rt = np.flatnonzero(is_node & (kind == "runtime"))
+    act = np.flatnonzero(is_node & isin_obj(kind, DEVICE_ACTIVITY_KINDS))
+    launch, unlinked, _n, _x = link_launches(eid[rt], corr[rt], pid_codes[rt], ts[rt], eid[act], corr[act],
+                                             ts[act])
+    if len(unlinked) or (corr[act] < 0).any():  # else every activity is linked: flows add nothing
+        _fe, extra, _d, _u = link_flows(ev, kind, lane, ts, end, eid, is_node, launch)
+        if len(extra):
+            launch = Edges(np.concatenate([launch.src, extra.src]), np.concatenate([launch.dst, extra.dst]))
+    return TableLinks(kind, is_node, nest, launch)
