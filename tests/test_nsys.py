@@ -338,3 +338,17 @@ def test_sqlite_virtual_zeroblob_column_is_not_read(tmp_path) -> None:
         tracemalloc.stop()
     assert (ev["kind"] == "kernel").any()
     assert peak < 200 << 20, peak
+
+
+def test_nsys_json_args_do_not_depend_on_the_hash_seed() -> None:
+    """The legacy nsys JSON reader keeps each activity's fields in first-seen order: the
+    same args (and so the same re-exported trace) under any PYTHONHASHSEED."""
+    import subprocess
+    import sys
+
+    code = ("from opgraph.ingest import read_trace; "
+            "print(repr(read_trace('fixtures/nsys/synth.nsys.json').events['args'].tolist()))")
+    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                           env={**__import__("os").environ, "PYTHONHASHSEED": str(seed)}, check=True).stdout
+            for seed in (0, 1, 2, 3)}
+    assert len(outs) == 1

@@ -1,5 +1,5 @@
 """CPU overheads T1-T5: exact values known from the synthesizer's construction parameters
-(the timelines in opgraph/testing/synth.py, re-derived here by hand), the seed's bugs fixed,
+(the timelines in opgraph/testing/synth_scenarios.py, re-derived here by hand), the seed's bugs fixed,
 the JSON schema, and the CLI. Times are µs (the unit of the overheads JSON)."""
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = json.loads((ROOT / "schemas" / "shapes.schema.json").read_text())
 STEPS = 3
 
-# gemm_shapes, per step (opgraph/testing/synth.py _SHAPED_OPS), on an A100 SXM4 80GB
+# gemm_shapes, per step (opgraph/testing/synth_scenarios.py _SHAPED_OPS), on an A100 SXM4 80GB
 # (dense bf16/fp16 312, fp32 19.5 TFLOP/s): (op, problem, calls, kernels per call, µs per call, FLOPs per call)
 MM_BF16 = 2 * 1024 * 4096 * 4096
 MM_FP16 = 2 * 100 * 1000 * 30

@@ -37,7 +37,7 @@ LAUNCH_FLOW_CATS = frozenset({"ac2g", "async", "async_gpu", "async_cpu_to_gpu"})
 #: waits for them. Far below any trace time, yet far from int64 overflow in differences.
 PRE_TRACE_NS = np.iinfo(np.int64).min // 4
 #: ``cuda_sync`` records without ``args.cuda_sync_kind`` -> the kind they play. These are
-#: MTIA's device-side records (opgraph/ingest/kineto.py): ``synchronize`` mirrors a host
+#: MTIA's device-side records (opgraph/ingest/kineto_kinds.py): ``synchronize`` mirrors a host
 #: ``synchronizeStream``/``synchronize`` call (same correlation) on its stream;
 #: ``event_wait`` is a wait executed and timed on the device (``args.stream`` waits for the
 #: ``event_record`` with the same ``seq_num`` on ``args.wait_on_stream``); ``event_record``

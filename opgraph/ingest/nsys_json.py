@@ -127,7 +127,7 @@ def read_nsys_json(src: SourceBytes, doc: Any = None) -> EventTable:
                         v = int(v)
                     row["bytes" if k == "sizebytes" else k] = v
                 n_before = len(next(iter(cols.values()))) if cols else 0
-                for c in set(cols) | set(row):
+                for c in [*cols, *(k for k in row if k not in cols)]:  # first-seen order: deterministic args
                     if c not in cols:
                         cols[c] = [None] * n_before
                     cols[c].append(row.get(c))
