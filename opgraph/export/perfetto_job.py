@@ -48,11 +48,12 @@ from opgraph.graph.arrays import GraphArrays
 from opgraph.analysis.crossrank import CROSS_CATEGORIES, CrossRankResult, crossrank_critical_path
 from opgraph.analysis.idle import idle_time
 from opgraph.analysis.stragglers import kernel_waits, per_collective
-from opgraph.export.perfetto import (
-    ARG_PREFIX, COUNTER_CAT, FLOW_MARGIN_NS, activity_frame, device_pids, lane_key, lane_codes, object_column, SliceIndex,
-    critical_args, critical_flows, gpu_busy_counters, idle_args, launch_args, merge_args, metadata_events,
-    queued_counters,
+from opgraph.export.perfetto_args import ARG_PREFIX, critical_args, idle_args, launch_args, merge_args
+from opgraph.export.perfetto_counters import (
+    COUNTER_CAT, activity_frame, device_pids, gpu_busy_counters, queued_counters,
 )
+from opgraph.export.perfetto_flows import FLOW_MARGIN_NS, SliceIndex, critical_flows
+from opgraph.export.perfetto_lanes import lane_codes, lane_key, metadata_events, object_column
 
 #: ``cat`` and ``name`` of the collective flows (last arrival -> every other participant).
 COLL_FLOW_CAT = "opgraph.collective"
