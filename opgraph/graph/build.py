@@ -2,11 +2,26 @@
 
 The work is done on numpy arrays (sorted sweeps, merges, searchsorted) and the graph is
 filled in bulk at the end, directly into networkx's adjacency dicts.
+
+This module holds the builder's phases (:func:`build_payload`: nesting and lane order,
+launches, flows, syncs and inferred waits, cross-thread links, assembly; times in ns) and
+:func:`build_graph`. The linkers it calls live in:
+
+* :mod:`~opgraph.graph.edge_kinds`: :data:`EDGE_KINDS`;
+* :mod:`~opgraph.graph.nesting`, :mod:`~opgraph.graph.linking`: nesting sweeps, launches;
+* :mod:`~opgraph.graph.flows`: flow events to edges (:func:`link_flows`);
+* :mod:`~opgraph.graph.syncs`: sync and event-wait edges (:func:`link_syncs`,
+  :data:`SYNC_TOLERANCE_NS`, :func:`blocking_call_modes`, :func:`pageable_dtoh`);
+* :mod:`~opgraph.graph.stream_joins`: inferred stream joins (:func:`infer_stream_joins`);
+* :mod:`~opgraph.graph.streams`, :mod:`~opgraph.graph.threads`: inferred stream waits,
+  hand-offs and forward/backward links;
+* :mod:`~opgraph.graph.assemble`: edge lists to the column payload;
+* :mod:`~opgraph.graph.cycles`: cycle check and breaking (:func:`has_cycle`);
+* :mod:`~opgraph.graph.summary`: counts by kind (:func:`graph_summary`).
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any, Callable
 
 import networkx as nx
@@ -15,23 +30,20 @@ import pandas as pd
 
 from opgraph.gc_pause import gc_paused
 from opgraph.version import GRAPH_SCHEMA_VERSION, __version__
-from opgraph.graph.linking import (
-    BLOCKING_COPY_RE, DEVICE_SYNC_RE, EVENT_SYNC_RE, LAUNCH_API_RE, LAUNCH_FLOW_CATS, PRE_TRACE_NS,
-    STREAM_SYNC_RE, SYNC_RECORD_KINDS, Edges, StreamIndex, bind_points, link_launches,
-)
-from opgraph.graph.nesting import NEST_TOLERANCE_NS, nest_sweep, sibling_pairs
+from opgraph.graph.assemble import assemble_payload
+from opgraph.graph.cycles import MAX_CYCLE_BREAKS, break_cycles, has_cycle
+from opgraph.graph.edge_kinds import EDGE_KINDS
+from opgraph.graph.flows import link_flows
+from opgraph.graph.linking import LAUNCH_API_RE, PRE_TRACE_NS, Edges, StreamIndex, link_launches
+from opgraph.graph.nesting import nest_sweep, sibling_pairs
+from opgraph.graph.stream_joins import JOIN_MAX_GAP_NS, JOIN_MIN_DELAY_NS, infer_stream_joins
 from opgraph.graph.streams import infer_stream_waits, infer_wait_calls
+from opgraph.graph.summary import edge_kind_counts, graph_summary, node_kind_counts
+from opgraph.graph.syncs import SYNC_TOLERANCE_NS, blocking_call_modes, link_syncs, pageable_dtoh
 from opgraph.graph.threads import fwdbwd_by_sequence, infer_handoffs
 from opgraph.ingest.table import (
     DEVICE_ACTIVITY_KINDS, DEVICE_KINDS, HOST_KINDS, NODE_KINDS, NONE_ID, EventTable, HealthItem,
 )
-
-#: A blocking call may return up to this long after the GPU work it awaited ended (ns).
-SYNC_TOLERANCE_NS = 1000
-#: Edge kinds; ``collective`` edges exist only in multi-rank job graphs (opgraph/multirank).
-EDGE_KINDS = ("nest", "host_seq", "launch", "stream_seq", "sync", "event_wait", "flow", "data",  # [issue #7] + data
-              "collective",  # [issue #9]
-              "handoff")  # inferred cross-thread hand-offs (opgraph/graph/threads.py)
 
 Step = Callable[[str], None]
 
@@ -194,8 +206,8 @@ def build_payload(table: EventTable, step: Step = _noop) -> dict[str, Any]:
     sidx_launch = np.where(launcher[act] >= 0, launch_ts[act], PRE_TRACE_NS)
     sidx = StreamIndex(eid[act], dkey[act], ts[act], end[act], sidx_launch, launcher_pid[act], launcher[act])
     blocking_rt = set(launch.src[pageable_dtoh(names[launch.dst])].tolist())
-    sync_e, wait_e = _link_syncs(ev, kind, eid, ts, end, corr, device, stream, names, is_rt, sidx, warn,
-                                 blocking_rt)
+    sync_e, wait_e = link_syncs(ev, kind, eid, ts, end, corr, device, stream, names, is_rt, sidx, warn,
+                                blocking_rt)
     edges["sync"].append(sync_e)
     edges["event_wait"].append(wait_e)
     held = np.zeros(len(ev), dtype=bool)  # activities whose start a wait already explains
@@ -235,10 +247,10 @@ def build_payload(table: EventTable, step: Step = _noop) -> dict[str, Any]:
     step("graph")
     from opgraph.graph.et_link import add_extra_edges  # [issue #7 hook] ET data edges
     add_extra_edges(edges, table.meta.get("extra_edges"))  # [issue #7 hook]
-    payload = _payload(ev, is_node, eid, ts, dur, device, stream, corr, edges, health_dup=warn)
+    payload = assemble_payload(ev, is_node, eid, ts, dur, device, stream, corr, edges, health_dup=warn)
     if len(payload["src"]):
         uk, kc = payload["edge_kind"]
-        payload["src"], payload["dst"], kc, payload["edge_extra"] = _break_cycles(
+        payload["src"], payload["dst"], kc, payload["edge_extra"] = break_cycles(
             ts, payload["src"], payload["dst"], kc, payload["edge_extra"], warn, table.meta.get("file"))
         payload["edge_kind"] = (uk, kc)
     span = (int(ts[is_node].min()), int(end[is_node].max())) if is_node.any() else (0, 0)
@@ -280,503 +292,11 @@ def _link_threads(ev: pd.DataFrame, edges: dict[str, list[Edges]], eid: np.ndarr
              f"handoff edges with inferred=True (docs/critical-path.md)")
 
 
-def link_flows(ev: pd.DataFrame, kind: np.ndarray, lane: np.ndarray, ts: np.ndarray, end: np.ndarray,
-                eid: np.ndarray, is_node: np.ndarray, launch: Edges
-                ) -> tuple[Edges, Edges, tuple[int, int], tuple[int, int]]:
-    fl = np.flatnonzero(np.isin(kind, ("flow_start", "flow_end")) & (ev["flow_id"].to_numpy() >= 0))
-    if not len(fl):
-        return Edges.empty(), Edges.empty(), (0, -1), (0, -1)
-    nodes = np.flatnonzero(is_node | (kind == "cuda_sync"))
-    bound = bind_points(lane[nodes], ts[nodes], end[nodes], eid[nodes], lane[fl], ts[fl],
-                        ev["correlation"].to_numpy()[nodes], ev["flow_id"].to_numpy()[fl])
-    cats = ev["cat"].to_numpy(dtype=object)[fl]
-    df = pd.DataFrame({"cat": pd.Series(cats).astype(str).to_numpy(), "id": ev["flow_id"].to_numpy()[fl],
-                       "start": kind[fl] == "flow_start", "ev": bound, "ts": ts[fl], "fe": eid[fl]})
-    unb = df["ev"] < 0
-    unbound = (int(unb.sum()), int(df.loc[unb, "fe"].iloc[0]) if unb.any() else -1)
-    df = df[~unb]
-    s = df[df["start"]][["cat", "id", "ev", "ts"]]
-    f = df[~df["start"]][["cat", "id", "ev", "ts"]]
-    m = s.merge(f, on=["cat", "id"], suffixes=("_s", "_f"))
-    # opgraph's own overlay flows (critical path) are not dependencies of the program
-    m = m[~m["cat"].str.startswith("opgraph.")]
-    if m.duplicated(["cat", "ev_f"]).any():
-        m = (m[m["ts_s"] <= m["ts_f"] + NEST_TOLERANCE_NS].sort_values("ts_s", kind="stable")
-             .drop_duplicates(["cat", "ev_f"], keep="last"))
-    m = m[m["ev_s"] != m["ev_f"]]
-    # flows to cuda_sync events mirror the sync correlation, handled by the sync linker
-    m = m[(kind[m["ev_s"].to_numpy()] != "cuda_sync") & (kind[m["ev_f"].to_numpy()] != "cuda_sync")]
-    is_launch_flow = m["cat"].isin(LAUNCH_FLOW_CATS).to_numpy()
-    lf = m[is_launch_flow]
-    other = m[~is_launch_flow]
-    # keep only launch flows from a runtime call to a device activity
-    k_s = kind[lf["ev_s"].to_numpy()]
-    k_f = kind[lf["ev_f"].to_numpy()]
-    lf = lf[(k_s == "runtime") & np.isin(k_f, DEVICE_ACTIVITY_KINDS)]
-    have = pd.Series(launch.src, index=launch.dst)
-    have = have[~have.index.duplicated()]
-    known = lf["ev_f"].isin(have.index)
-    lf_known = lf[known]
-    mismatch = have.reindex(lf_known["ev_f"]).to_numpy() != lf_known["ev_s"].to_numpy()
-    # a CUDA-graph launch reaches many kernels: a flow to any of them agrees
-    disagree = (int(mismatch.sum()), int(lf_known["ev_s"].to_numpy()[mismatch][0]) if mismatch.any() else -1)
-    new = lf[~known].drop_duplicates("ev_f")
-    flow_edges = Edges(other["ev_s"].to_numpy(np.int64), other["ev_f"].to_numpy(np.int64),
-                       {"cat": other["cat"].to_numpy(dtype=object)})
-    return (flow_edges, Edges(new["ev_s"].to_numpy(np.int64), new["ev_f"].to_numpy(np.int64)),
-            disagree, unbound)
 
-
-def _link_syncs(ev: pd.DataFrame, kind: np.ndarray, eid: np.ndarray, ts: np.ndarray, end: np.ndarray,
-                corr: np.ndarray, device: np.ndarray, stream: np.ndarray, names: np.ndarray,
-                is_rt: np.ndarray, sidx: StreamIndex, warn: Callable[..., None],
-                blocking_rt: set[int] = frozenset()) -> tuple[Edges, Edges]:
-    """Sync edges (device activity -> the blocking host call that waited for it) and
-    event-wait edges (last activity of the awaited stream -> first activity the waiting
-    stream ran after the wait). Times in ns.
-
-    Recorded first: each ``cuda_sync`` record links the host call of its correlation, by
-    ``args.cuda_sync_kind`` (or, for MTIA's device-side records, by name through
-    :data:`~opgraph.graph.linking.SYNC_RECORD_KINDS`). Then, per call: every blocking
-    runtime call (see :func:`blocking_call_modes`) without a resolved record of its own
-    gets inferred edges (``inferred=True``) from the activity it waited for, the one that
-    ended last before it returned (+ :data:`SYNC_TOLERANCE_NS`) among those launched before
-    it started: one per stream of its device for a device sync, else on the stream its args
-    name, or the latest-ending over the streams (a blocking copy: its own copy excluded). Health: ``cuda_sync_absent`` (a trace without
-    records), ``sync_inferred`` (calls without a record of their own in a trace with
-    records), ``sync_unresolved`` (records that could not be linked)."""
-    tol = SYNC_TOLERANCE_NS
-    rt = np.flatnonzero(is_rt)
-    rt_by_corr: dict[int, int] = {}
-    for c, e in zip(corr[rt].tolist(), eid[rt].tolist()):
-        if c >= 0 and c not in rt_by_corr:
-            rt_by_corr[c] = e
-    args = ev["args"].to_numpy(dtype=object)
-    s_src: list[int] = []
-    s_dst: list[int] = []
-    s_kind: list[str] = []
-    s_inf: list[bool] = []
-    w_src: list[int] = []
-    w_dst: list[int] = []
-    keys_of_device: dict[int, list[int]] = {}
-    for k in sidx.bounds:
-        keys_of_device.setdefault(int((k >> 32) - 1), []).append(k)
-    all_keys = list(sidx.bounds)
-
-    def add_sync(pos: int, call: int, sk: str, inferred: bool) -> bool:
-        if pos < 0:
-            return False
-        s_src.append(int(sidx.eid[pos]))
-        s_dst.append(call)
-        s_kind.append(sk)
-        s_inf.append(inferred)
-        return True
-
-    def key(dev: int, st: int) -> int:
-        return (dev + 1) * (1 << 32) + (st + 1)
-
-    # --- recorded syncs ---
-    cs = np.flatnonzero(kind == "cuda_sync")
-    rec_kind: list[str] = []
-    seq_record_ts: dict[tuple[int, int, int], int] = {}  # (device, stream, seq_num) -> start (ns)
-    for i in cs.tolist():
-        a = args[i] if isinstance(args[i], dict) else {}
-        sk = a.get("cuda_sync_kind") or SYNC_RECORD_KINDS.get(names[i], names[i])
-        rec_kind.append(sk)
-        if sk == "Event Record":
-            seq = _int_or_none(a.get("seq_num"))
-            if seq is not None:
-                seq_record_ts.setdefault((int(device[i]), int(stream[i]), seq), int(ts[i]))
-    recorded: set[int] = set()
-    unresolved = [0, -1]
-
-    def unresolved_at(i: int) -> None:
-        unresolved[0] += 1
-        unresolved[1] = unresolved[1] if unresolved[1] >= 0 else i
-
-    for i, sk in zip(cs.tolist(), rec_kind):
-        a = args[i] if isinstance(args[i], dict) else {}
-        call = rt_by_corr.get(int(corr[i]), -1)
-        dev = int(device[i])
-        if sk == "Event Record":
-            continue
-        if sk == "Device Event Wait":
-            src_stream = _int_or_none(a.get("wait_on_stream"))
-            if src_stream is None or src_stream < 0:
-                unresolved_at(i)
-                continue
-            rec_ts = seq_record_ts.get((dev, src_stream, _int_or_none(a.get("seq_num")) or -1))
-            if rec_ts is not None:
-                p = sidx.last_started_before(key(dev, src_stream), rec_ts)
-            else:
-                p = sidx.last_ended_before(key(dev, src_stream), int(end[i]) + tol)
-            q = sidx.first_started_after(key(dev, int(stream[i])), int(ts[i]))
-            if p >= 0 and q >= 0:
-                w_src.append(int(sidx.eid[p]))
-                w_dst.append(int(sidx.eid[q]))
-            continue
-        if sk == "Stream Wait Event":
-            rec = rt_by_corr.get(a.get("wait_on_cuda_event_record_corr_id", -1), -1)
-            src_stream = a.get("wait_on_stream", -1)
-            if rec < 0 or src_stream is None or src_stream < 0 or call < 0:
-                unresolved_at(i)
-                continue
-            p = sidx.last_launched_before(key(dev, int(src_stream)), int(ts[rec]))
-            q = sidx.first_launched_after(key(dev, int(stream[i])), int(ts[call]))
-            if p >= 0 and q >= 0:
-                w_src.append(int(sidx.eid[p]))
-                w_dst.append(int(sidx.eid[q]))
-            continue
-        if call < 0:
-            unresolved_at(i)
-            continue
-        c0, c1 = int(ts[call]), int(end[call])
-        if sk == "Stream Sync" and 0 <= int(stream[i]) < 0xFFFFFFFF:
-            add_sync(sidx.awaited(key(dev, int(stream[i])), c0, c1, tol, call), call, "stream", False)
-        elif sk == "Event Sync":
-            rec = rt_by_corr.get(a.get("wait_on_cuda_event_record_corr_id", -1), -1)
-            src_stream = a.get("wait_on_stream", -1)
-            if rec < 0 or src_stream is None or src_stream < 0:
-                unresolved_at(i)
-                continue
-            p = sidx.last_launched_before(key(dev, int(src_stream)), int(ts[rec]))
-            add_sync(p, call, "event", False)
-        else:  # Context Sync, a stream sync without a stream, and anything device-wide
-            for k in keys_of_device.get(dev, all_keys):
-                add_sync(sidx.awaited(k, c0, c1, tol, call), call, "device", False)
-        recorded.add(call)
-    if unresolved[0]:
-        warn("sync_unresolved", unresolved[0], unresolved[1],
-             "cuda_sync events whose host call, event record or stream is unknown (no edge from the "
-             "record; a blocking call among them gets an inferred edge instead)")
-
-    # --- inferred, per blocking call without a record of its own ---
-    modes = blocking_call_modes(names[rt], np.isin(eid[rt], list(blocking_rt)))
-    n_calls = {"device": 0, "stream": 0, "event": 0, "memcpy": 0}
-    example = -1
-    for i, mode in zip(rt[modes != ""].tolist(), modes[modes != ""].tolist()):
-        call = int(eid[i])
-        if call in recorded:
-            continue
-        a = args[i] if isinstance(args[i], dict) else {}
-        dev = _int_or_none(a.get("device"))
-        st = _int_or_none(a.get("stream", a.get("stream_id")))
-        keys = keys_of_device.get(dev, all_keys) if dev is not None else all_keys
-        c0, c1 = int(ts[i]), int(end[i])
-        linked = False
-        if mode == "device":
-            for k in keys:
-                linked |= add_sync(sidx.awaited(k, c0, c1, tol, call), call, mode, True)
-        elif mode == "stream" and dev is not None and st is not None and key(dev, st) in sidx.bounds:
-            linked = add_sync(sidx.awaited(key(dev, st), c0, c1, tol, call), call, mode, True)
-        else:
-            best, best_end = -1, -1
-            for k in keys:
-                p = sidx.awaited(k, c0, c1, tol, call)
-                if p >= 0 and sidx.end[p] > best_end:
-                    best, best_end = p, int(sidx.end[p])
-            linked = add_sync(best, call, mode, True)
-        if linked:
-            n_calls[mode] += 1
-            example = call if example < 0 else example
-    n_inferred = sum(n_calls.values())
-    parts = ", ".join(f"{n} {m}" for m, n in n_calls.items() if n)
-    if n_inferred and not len(cs):
-        warn("cuda_sync_absent", n_inferred, example,
-             f"no cuda_sync events in the trace: sync edges were inferred from the blocking runtime "
-             f"calls ({parts}; the activity that ended last before each call returned, inferred=True)")
-    elif n_inferred:
-        warn("sync_inferred", n_inferred, example,
-             f"blocking runtime calls without a cuda_sync record of their own in a trace that has records "
-             f"({parts}; blocking copies are never recorded): sync edges inferred from the call "
-             f"(the activity that ended last before it returned, inferred=True)")
-    sync = Edges(np.array(s_src, dtype=np.int64), np.array(s_dst, dtype=np.int64),
-                 {"sync_kind": np.array(s_kind, dtype=object), "inferred": np.array(s_inf, dtype=bool)})
-    return sync, Edges(np.array(w_src, dtype=np.int64), np.array(w_dst, dtype=np.int64))
-
-
-def blocking_call_modes(call_names: np.ndarray, blocking: np.ndarray | None = None) -> np.ndarray:
-    """How each runtime call blocks the host: ``"device"`` (device synchronize: CUDA, driver,
-    HIP, MTIA ``synchronize``), ``"stream"``, ``"event"``, ``"memcpy"`` (blocking copies by
-    name, or where ``blocking`` is True: e.g. async copies to pageable memory), ``""`` (does
-    not block). Regexes run once per distinct name."""
-    codes, uniq = pd.factorize(pd.Series(call_names, dtype=object).fillna(""))
-    out_u = np.empty(len(uniq), dtype=object)
-    for j, nm in enumerate(uniq.tolist()):
-        nm = str(nm)
-        out_u[j] = ("device" if DEVICE_SYNC_RE.match(nm) else "stream" if STREAM_SYNC_RE.match(nm)
-                    else "event" if EVENT_SYNC_RE.match(nm) else "memcpy" if BLOCKING_COPY_RE.match(nm) else "")
-    out = out_u[codes].astype(object) if len(codes) else np.empty(0, dtype=object)
-    if blocking is not None and len(out):
-        out[(out == "") & blocking] = "memcpy"
-    return out
-
-
-def _int_or_none(v: Any) -> int | None:
-    """An integer arg (ints, or digit strings such as MTIA's ``"stream_id": "108"``); None otherwise."""
-    if type(v) is int:
-        return v
-    if isinstance(v, str) and v.strip().lstrip("-").isdigit():
-        return int(v)
-    return None
-
-
-#: An activity counts as held back when it starts this long after its launch call began (ns).
-JOIN_MIN_DELAY_NS = 50_000
-#: ... and a collective kernel of its device, on another stream, ended at most this long
-#: before it started (ns).
-JOIN_MAX_GAP_NS = 20_000
-
-
-def infer_stream_joins(act: np.ndarray, names: np.ndarray, dkey: np.ndarray, device: np.ndarray,
-                       ts: np.ndarray, end: np.ndarray, launch_ts: np.ndarray, launcher: np.ndarray) -> Edges:
-    """Unrecorded waits of a stream for a collective (NCCL's stream join: a
-    ``cudaStreamWaitEvent`` on the communication stream's event, which Kineto records only
-    as ``cuda_sync`` events). Used when the trace has no ``cuda_sync`` events.
-
-    A launched activity ``x`` (positions ``act``, times in ns) qualifies when it started at
-    least :data:`JOIN_MIN_DELAY_NS` after its launch call began, its stream was free (the
-    previous activity on the stream ended before the collective did), and a collective
-    kernel of the same device on another stream ended at most :data:`JOIN_MAX_GAP_NS`
-    before ``x`` started and after ``x``'s launch call began. The latest such collective
-    is taken: an ``event_wait`` edge ``collective -> x`` with ``inferred=True``."""
-    from opgraph.graph.linking import COMM_KERNEL_PATTERN
-
-    empty = Edges(np.empty(0, np.int64), np.empty(0, np.int64), {"inferred": np.empty(0, dtype=bool)})
-    if not len(act):
-        return empty
-    uniq, codes = np.unique(names[act].astype(str), return_inverse=True)
-    is_comm_u = pd.Series(uniq).str.contains(COMM_KERNEL_PATTERN, regex=True).to_numpy(bool)
-    is_comm = is_comm_u[codes]
-    coll = act[is_comm]
-    if not len(coll):
-        return empty
-    # previous activity end on the same stream
-    o = act[np.lexsort((ts[act], dkey[act]))]
-    prev_end = np.full(len(ts), np.iinfo(np.int64).min, dtype=np.int64)
-    same = dkey[o][1:] == dkey[o][:-1]
-    prev_end[o[1:][same]] = end[o[:-1][same]]
-    cand = act[~is_comm & (launcher[act] >= 0) & (ts[act] - launch_ts[act] >= JOIN_MIN_DELAY_NS)]
-    if not len(cand):
-        return empty
-    src_l, dst_l = [], []
-    oc = coll[np.lexsort((end[coll], device[coll]))]
-    for dv in np.unique(device[cand]):
-        cs = oc[device[oc] == dv]
-        if not len(cs):
-            continue
-        xs = cand[device[cand] == dv]
-        j = np.searchsorted(end[cs], ts[xs], "right") - 1
-        ok = j >= 0
-        xs, c = xs[ok], cs[j[ok]]
-        ok = ((ts[xs] - end[c] <= JOIN_MAX_GAP_NS) & (end[c] > launch_ts[xs]) & (dkey[c] != dkey[xs])
-              & (prev_end[xs] < end[c]))
-        src_l.append(c[ok])
-        dst_l.append(xs[ok])
-    if not src_l:
-        return empty
-    src, dst = np.concatenate(src_l), np.concatenate(dst_l)
-    return Edges(src, dst, {"inferred": np.ones(len(src), dtype=bool)})
-
-
-def pageable_dtoh(names: np.ndarray) -> np.ndarray:
-    """Copies from device to pageable host memory: their (async) API call returns only once
-    the copy has completed (CUDA runtime API docs, "API synchronization behavior")."""
-    return np.fromiter((isinstance(n, str) and "DtoH" in n and "Pageable" in n for n in names),
-                       dtype=bool, count=len(names))
-
-
-def _codes(col: pd.Series, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(uniques, codes) of a categorical column restricted to rows ``idx`` (missing -> None)."""
-    cat = col.array
-    codes = np.asarray(cat.codes)[idx].astype(np.int32)
-    uniq = np.append(np.asarray(cat.categories, dtype=object), None).astype(object)
-    codes = np.where(codes < 0, len(uniq) - 1, codes).astype(np.int32)
-    return uniq, codes
-
-
-def _payload(ev: pd.DataFrame, is_node: np.ndarray, eid: np.ndarray, ts: np.ndarray, dur: np.ndarray,
-             device: np.ndarray, stream: np.ndarray, corr: np.ndarray, edges: dict[str, list[Edges]],
-             health_dup: Callable[..., None]) -> dict[str, Any]:
-    """The graph as columns (the form it is pickled in, see :mod:`opgraph.graph.io`)."""
-    from opgraph.graph.payload import PICKLE_MAGIC
-
-    idx = np.flatnonzero(is_node)
-    cols: dict[str, Any] = {
-        "ts": ts[idx], "dur": dur[idx], "device": device[idx], "stream": stream[idx], "correlation": corr[idx],
-        "external_id": ev["external_id"].to_numpy()[idx],
-    }
-    for k in ("kind", "name", "pid", "tid"):
-        cols[k] = _codes(ev[k], idx)
-    src_l, dst_l, kind_l, attr_l = [], [], [], []
-    for j, ek in enumerate(EDGE_KINDS):
-        for e in edges[ek]:
-            if not len(e):
-                continue
-            src_l.append(e.src)
-            dst_l.append(e.dst)
-            kind_l.append(np.full(len(e), j, dtype=np.int32))
-            attr_l.append(e.attrs if e.attrs else None)
-    if src_l:
-        src = np.concatenate(src_l)
-        dst = np.concatenate(dst_l)
-        kcode = np.concatenate(kind_l)
-    else:
-        src = dst = np.empty(0, np.int64)
-        kcode = np.empty(0, np.int32)
-    # per-edge extra attributes, keyed by position in the concatenated arrays
-    extra: dict[int, dict[str, Any]] = {}
-    off = 0
-    for s_, attrs in zip(src_l, attr_l):
-        if attrs:
-            names_ = list(attrs)
-            vals = [v.tolist() for v in attrs.values()]
-            for j in range(len(s_)):
-                extra[off + j] = {nm: vv[j] for nm, vv in zip(names_, vals)}
-        off += len(s_)
-    # a pair linked twice keeps its first edge
-    if len(src):
-        dup = pd.DataFrame({"s": src, "d": dst}).duplicated().to_numpy()
-        if dup.any():
-            health_dup("parallel_edge", int(dup.sum()), int(src[dup][0]),
-                       "node pairs linked twice; the first edge kind was kept")
-            keep = np.flatnonzero(~dup)
-            remap = {int(o): n for n, o in enumerate(keep.tolist())}
-            extra = {remap[j]: a for j, a in extra.items() if j in remap}
-            src, dst, kcode = src[keep], dst[keep], kcode[keep]
-    return {"magic": PICKLE_MAGIC, "graph": {}, "nodes": eid[idx], "node_cols": cols, "src": src, "dst": dst,
-            "edge_kind": (np.array(EDGE_KINDS, dtype=object), kcode), "edge_extra": extra}
-
-
-#: Edge kinds that follow from the order of events on one lane (never dropped to break a cycle).
-_STRUCTURAL = frozenset({"nest", "host_seq", "stream_seq"})
-#: Cycles broken one edge at a time before the trace is refused.
-MAX_CYCLE_BREAKS = 1000
-
-
-def has_cycle(src: np.ndarray, dst: np.ndarray) -> bool:
-    """Whether the edges ``src -> dst`` (node ids) contain a directed cycle: Kahn's
-    algorithm over a CSR view, in a plain loop over int lists (no networkx graph is built)."""
-    if not len(src):
-        return False
-    nodes, inv = np.unique(np.concatenate([src, dst]), return_inverse=True)
-    n = len(nodes)
-    s, d = inv[:len(src)], inv[len(src):]
-    o = np.argsort(s, kind="stable")
-    s, d = s[o], d[o]
-    start = np.searchsorted(s, np.arange(n + 1)).tolist()
-    succ = d.tolist()
-    indeg = np.bincount(d, minlength=n).tolist()
-    stack = [i for i in range(n) if indeg[i] == 0]
-    seen = 0
-    while stack:
-        u = stack.pop()
-        seen += 1
-        for j in range(start[u], start[u + 1]):
-            v = succ[j]
-            indeg[v] -= 1
-            if indeg[v] == 0:
-                stack.append(v)
-    return seen < n
-
-
-def _break_cycles(ts: np.ndarray, src: np.ndarray, dst: np.ndarray, kcode: np.ndarray,
-                  extra: dict[int, dict[str, Any]], warn: Callable[..., None], path: str | None = None
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, dict[str, Any]]]:
-    """The edges without the links that close a cycle among the kinds that must be acyclic
-    (every kind but ``collective``, docs/model.md), with the health warning ``cycle_broken``.
-
-    A cycle needs an edge that goes back in time (or only edges between events with the
-    same start), so the check costs one vectorised comparison for an ordinary trace; links
-    that contradict the timestamps (a flow pointing back, a runtime call stamped after its
-    kernel) are dropped: first every backward link inside a strongly connected component,
-    then, for cycles among same-time events, one link per cycle. A cycle made only of
-    nesting and lane-order edges (which cannot happen) is refused with one line."""
-    from opgraph.errors import OpgraphInputError
-
-    t = ts  # start time by event id: the table's eid is its position
-    acyc = kcode != EDGE_KINDS.index("collective")
-    back = acyc & (t[dst] < t[src])
-    same = acyc & (t[dst] == t[src])
-    if not back.any() and not same.any():
-        return src, dst, kcode, extra
-    structural = np.isin(kcode, [EDGE_KINDS.index(k) for k in _STRUCTURAL])
-    inside = same
-    if back.any():
-        # Every event of a cycle lies in the union of the time spans of its backward edges
-        # (each level it climbs back from is crossed by a backward edge): only edges there count.
-        lo, hi = t[dst[back]], t[src[back]]
-        o = np.argsort(lo, kind="stable")
-        lo, cm = lo[o], np.maximum.accumulate(hi[o])
-        start = np.ones(len(lo), dtype=bool)
-        start[1:] = lo[1:] > cm[:-1]
-        L = lo[start]
-        R = cm[np.append(np.flatnonzero(start)[1:] - 1, len(lo) - 1)]
-
-        def within(x: np.ndarray) -> np.ndarray:
-            k = np.searchsorted(L, x, side="right") - 1
-            return (k >= 0) & (x <= R[np.maximum(k, 0)])
-        inside = same | (within(t[src]) & within(t[dst]))
-    cand = np.flatnonzero(acyc & inside)
-    if not has_cycle(src[cand], dst[cand]):
-        return src, dst, kcode, extra
-    H = nx.DiGraph()
-    H.add_edges_from(zip(src[cand].tolist(), dst[cand].tolist(), ({"j": j} for j in cand.tolist())))
-    drop: list[int] = []
-    for comp in nx.strongly_connected_components(H):
-        if len(comp) < 2:
-            continue
-        sub = H.subgraph(comp)
-        drop += [d["j"] for u, v, d in sub.edges(data=True) if back[d["j"]] and not structural[d["j"]]]
-    H.remove_edges_from([(int(src[j]), int(dst[j])) for j in drop])
-    for _ in range(MAX_CYCLE_BREAKS):
-        try:
-            cyc = nx.find_cycle(H)
-        except nx.NetworkXNoCycle:
-            break
-        js = [H.edges[u, v]["j"] for u, v, *_ in cyc]
-        links = [j for j in js if not structural[j]]
-        if not links:
-            raise OpgraphInputError(path, f"the nesting and lane-order edges form a cycle through events "
-                                          f"{[int(src[j]) for j in js][:8]}")
-        j = max(links, key=lambda j: (int(t[src[j]]) - int(t[dst[j]]), EDGE_KINDS[kcode[j]] == "flow"))
-        drop.append(j)
-        H.remove_edge(int(src[j]), int(dst[j]))
-    else:
-        raise OpgraphInputError(path, f"the trace's links form more than {MAX_CYCLE_BREAKS} cycles "
-                                      "(timestamps that contradict the launch/sync/flow links)")
-    kinds = Counter(EDGE_KINDS[kcode[j]] for j in drop)
-    warn("cycle_broken", len(drop), int(dst[drop[0]]),
-         "links that closed a cycle (their timestamps contradict them) were dropped: "
-         + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())))
-    keep = np.ones(len(src), dtype=bool)
-    keep[drop] = False
-    remap = np.cumsum(keep) - 1
-    extra = {int(remap[j]): a for j, a in extra.items() if keep[j]}
-    return src[keep], dst[keep], kcode[keep], extra
-
-
-def edge_kind_counts(G: nx.DiGraph) -> Counter:
-    """Number of edges of each kind."""
-    return Counter(d["kind"] for _, _, d in G.edges(data=True))
-
-
-def node_kind_counts(G: nx.DiGraph) -> Counter:
-    """Number of nodes of each kind."""
-    return Counter(d["kind"] for _, d in G.nodes(data=True))
-
-
-def graph_summary(G: nx.DiGraph) -> dict[str, Any]:
-    """Counts and metadata of a built graph (the content of ``opgraph info``)."""
-    ev: pd.DataFrame = G.graph.get("events")
-    nodes = node_kind_counts(G)
-    summary: dict[str, Any] = {
-        "source": G.graph.get("source", {}),
-        "events": int(len(ev)) if ev is not None else None,
-        "events_by_kind": {str(k): int(v) for k, v in ev["kind"].value_counts().items() if v} if ev is not None else {},
-        "nodes": G.number_of_nodes(),
-        "nodes_by_kind": dict(sorted(nodes.items())),
-        "edges": G.number_of_edges(),
-        "edges_by_kind": dict(sorted(edge_kind_counts(G).items())),
-    }
-    return summary
+__all__ = [
+    "Step", "split_device_key", "build_graph", "build_payload",
+    # re-exported from the modules that hold them
+    "EDGE_KINDS", "SYNC_TOLERANCE_NS", "link_syncs", "blocking_call_modes", "pageable_dtoh", "link_flows",
+    "JOIN_MIN_DELAY_NS", "JOIN_MAX_GAP_NS", "infer_stream_joins", "assemble_payload", "MAX_CYCLE_BREAKS",
+    "has_cycle", "break_cycles", "edge_kind_counts", "node_kind_counts", "graph_summary",
+]

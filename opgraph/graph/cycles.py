@@ -1,0 +1,126 @@
+"""Cycles among the edges that must be acyclic (every kind but ``collective``,
+docs/model.md): :func:`has_cycle` (a cheap check on int arrays, also run on loaded
+graphs) and :func:`break_cycles` (the builder drops the links whose timestamps (ns)
+contradict them, with the health warning ``cycle_broken``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Callable
+
+import networkx as nx
+import numpy as np
+
+from opgraph.graph.edge_kinds import EDGE_KINDS
+
+
+#: Edge kinds that follow from the order of events on one lane (never dropped to break a cycle).
+_STRUCTURAL = frozenset({"nest", "host_seq", "stream_seq"})
+#: Cycles broken one edge at a time before the trace is refused.
+MAX_CYCLE_BREAKS = 1000
+
+
+def has_cycle(src: np.ndarray, dst: np.ndarray) -> bool:
+    """Whether the edges ``src -> dst`` (node ids) contain a directed cycle: Kahn's
+    algorithm over a CSR view, in a plain loop over int lists (no networkx graph is built)."""
+    if not len(src):
+        return False
+    nodes, inv = np.unique(np.concatenate([src, dst]), return_inverse=True)
+    n = len(nodes)
+    s, d = inv[:len(src)], inv[len(src):]
+    o = np.argsort(s, kind="stable")
+    s, d = s[o], d[o]
+    start = np.searchsorted(s, np.arange(n + 1)).tolist()
+    succ = d.tolist()
+    indeg = np.bincount(d, minlength=n).tolist()
+    stack = [i for i in range(n) if indeg[i] == 0]
+    seen = 0
+    while stack:
+        u = stack.pop()
+        seen += 1
+        for j in range(start[u], start[u + 1]):
+            v = succ[j]
+            indeg[v] -= 1
+            if indeg[v] == 0:
+                stack.append(v)
+    return seen < n
+
+
+def break_cycles(ts: np.ndarray, src: np.ndarray, dst: np.ndarray, kcode: np.ndarray,
+                 extra: dict[int, dict[str, Any]], warn: Callable[..., None], path: str | None = None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, dict[str, Any]]]:
+    """The edges without the links that close a cycle among the kinds that must be acyclic
+    (every kind but ``collective``, docs/model.md), with the health warning ``cycle_broken``.
+
+    A cycle needs an edge that goes back in time (or only edges between events with the
+    same start), so the check costs one vectorised comparison for an ordinary trace; links
+    that contradict the timestamps (a flow pointing back, a runtime call stamped after its
+    kernel) are dropped: first every backward link inside a strongly connected component,
+    then, for cycles among same-time events, one link per cycle. A cycle made only of
+    nesting and lane-order edges (which cannot happen) is refused with one line."""
+    from opgraph.errors import OpgraphInputError
+
+    t = ts  # start time by event id: the table's eid is its position
+    acyc = kcode != EDGE_KINDS.index("collective")
+    back = acyc & (t[dst] < t[src])
+    same = acyc & (t[dst] == t[src])
+    if not back.any() and not same.any():
+        return src, dst, kcode, extra
+    structural = np.isin(kcode, [EDGE_KINDS.index(k) for k in _STRUCTURAL])
+    inside = same
+    if back.any():
+        # Every event of a cycle lies in the union of the time spans of its backward edges
+        # (each level it climbs back from is crossed by a backward edge): only edges there count.
+        lo, hi = t[dst[back]], t[src[back]]
+        o = np.argsort(lo, kind="stable")
+        lo, cm = lo[o], np.maximum.accumulate(hi[o])
+        start = np.ones(len(lo), dtype=bool)
+        start[1:] = lo[1:] > cm[:-1]
+        L = lo[start]
+        R = cm[np.append(np.flatnonzero(start)[1:] - 1, len(lo) - 1)]
+
+        def within(x: np.ndarray) -> np.ndarray:
+            k = np.searchsorted(L, x, side="right") - 1
+            return (k >= 0) & (x <= R[np.maximum(k, 0)])
+        inside = same | (within(t[src]) & within(t[dst]))
+    cand = np.flatnonzero(acyc & inside)
+    if not has_cycle(src[cand], dst[cand]):
+        return src, dst, kcode, extra
+    H = nx.DiGraph()
+    H.add_edges_from(zip(src[cand].tolist(), dst[cand].tolist(), ({"j": j} for j in cand.tolist())))
+    drop: list[int] = []
+    for comp in nx.strongly_connected_components(H):
+        if len(comp) < 2:
+            continue
+        sub = H.subgraph(comp)
+        drop += [d["j"] for u, v, d in sub.edges(data=True) if back[d["j"]] and not structural[d["j"]]]
+    H.remove_edges_from([(int(src[j]), int(dst[j])) for j in drop])
+    for _ in range(MAX_CYCLE_BREAKS):
+        try:
+            cyc = nx.find_cycle(H)
+        except nx.NetworkXNoCycle:
+            break
+        js = [H.edges[u, v]["j"] for u, v, *_ in cyc]
+        links = [j for j in js if not structural[j]]
+        if not links:
+            raise OpgraphInputError(path, f"the nesting and lane-order edges form a cycle through events "
+                                          f"{[int(src[j]) for j in js][:8]}")
+        j = max(links, key=lambda j: (int(t[src[j]]) - int(t[dst[j]]), EDGE_KINDS[kcode[j]] == "flow"))
+        drop.append(j)
+        H.remove_edge(int(src[j]), int(dst[j]))
+    else:
+        raise OpgraphInputError(path, f"the trace's links form more than {MAX_CYCLE_BREAKS} cycles "
+                                      "(timestamps that contradict the launch/sync/flow links)")
+    kinds = Counter(EDGE_KINDS[kcode[j]] for j in drop)
+    warn("cycle_broken", len(drop), int(dst[drop[0]]),
+         "links that closed a cycle (their timestamps contradict them) were dropped: "
+         + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())))
+    keep = np.ones(len(src), dtype=bool)
+    keep[drop] = False
+    remap = np.cumsum(keep) - 1
+    extra = {int(remap[j]): a for j, a in extra.items() if keep[j]}
+    return src[keep], dst[keep], kcode[keep], extra
+
+
+__all__ = ["MAX_CYCLE_BREAKS", "has_cycle", "break_cycles"]

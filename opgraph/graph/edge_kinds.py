@@ -1,0 +1,11 @@
+"""The edge kinds of the graph (docs/model.md), in the order the builder numbers them
+(the column payload stores an edge's kind as its position here)."""
+
+from __future__ import annotations
+
+#: Edge kinds; ``collective`` edges exist only in multi-rank job graphs (opgraph/multirank).
+EDGE_KINDS = ("nest", "host_seq", "launch", "stream_seq", "sync", "event_wait", "flow", "data",  # [issue #7] + data
+              "collective",  # [issue #9]
+              "handoff")  # inferred cross-thread hand-offs (opgraph/graph/threads.py)
+
+__all__ = ["EDGE_KINDS"]
