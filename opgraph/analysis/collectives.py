@@ -33,15 +33,13 @@ from typing import Any, ClassVar
 import networkx as nx
 import pandas as pd
 
+from opgraph.dtypes import DTYPE_TABLE
 from opgraph.graph.linking import COMM_KERNEL_PATTERN
 from opgraph.analysis.display import TableResult, json_records
 
-#: Bytes per element of the dtype names collective records use.
-DTYPE_BYTES: dict[str, int] = {
-    "float": 4, "float32": 4, "double": 8, "float64": 8, "half": 2, "float16": 2, "bfloat16": 2, "int": 4,
-    "int32": 4, "long": 8, "int64": 8, "short": 2, "int16": 2, "char": 1, "int8": 1, "byte": 1, "uint8": 1,
-    "bool": 1, "float8_e4m3fn": 1, "float8_e5m2": 1, "float8_e4m3fnuz": 1, "float8_e5m2fnuz": 1,
-}
+#: Bytes per element by lower-cased dtype name, as collective records write it (``Float``,
+#: ``BFloat16``, ``Char``...): a view of :data:`opgraph.dtypes.DTYPE_TABLE`, not a copy.
+DTYPE_BYTES: dict[str, int] = {name.lower(): size for name, (_canon, size) in DTYPE_TABLE.items()}
 
 #: Canonical collective of a record's ``Collective name`` (lower-cased, underscores removed).
 _KINDS: dict[str, str] = {
