@@ -458,3 +458,13 @@ def test_dlrm_embedding_analytic_used_on_other_ranks(dlrm_models: dict[str, str]
     assert list(r["name"]) == ["fbgemm::split_embedding_codegen_lookup_adagrad_function"]
     assert 0 < float(r["gpu_us"].iloc[0]) < 1000
     assert math.isfinite(res.iterations[0]["gpu_active_us"])
+
+
+def test_op_class_comm_follows_the_graphs_rule() -> None:
+    """Every collective name is ``comm`` (the docstring's promise): reduce-scatter, the
+    camel-case autograd wrappers and gloo included, by the graph's own COMM_KERNEL_PATTERN."""
+    for name in ("ReduceScatterBase_Req", "autograd::engine::evaluate_function: ReduceScatterBase_WaitBackward",
+                 "## reduce_scatter_base ##", "AllReduce_ops", "gloo:broadcast", "ncclDevKernel_AllGather_RING"):
+        assert op_class(name, None) == "comm", name
+    for name in ("aten::add", "aten::all", "record_param_comms_helper_not_a_comm"):
+        assert op_class(name, None) == "other", name

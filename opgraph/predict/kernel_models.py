@@ -23,6 +23,7 @@ Units are in every name: ``*_us`` microseconds, ``*_ns`` nanoseconds, ``*_gbps``
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -32,6 +33,7 @@ import numpy as np
 import orjson
 import pandas as pd
 
+from opgraph.graph.linking import COMM_KERNEL_PATTERN
 from opgraph.ingest.source import read_json
 from opgraph.errors import OpgraphInputError
 
@@ -274,6 +276,8 @@ _MODEL_CLASS = {
     "reduction": "reduction", "elementwise": "elementwise", "copy": "copy",
     "embedding": "embedding", "tbe_lookup": "embedding", "collective": "comm",
 }
+#: Communication names (kernels and ops): the graph's own rule (``COMM_KERNEL_PATTERN``).
+_COMM_RE = re.compile(COMM_KERNEL_PATTERN)
 OP_CLASSES = ("gemm", "conv", "attention", "norm", "reduction", "elementwise", "copy", "embedding", "comm", "other")
 
 
@@ -288,7 +292,7 @@ def op_class(name: str, model: str | None) -> str:
         if c is not None:
             return c
     low = name.lower()
-    if low.startswith(("c10d::", "nccl", "rccl")) or "all_reduce" in low or "alltoall" in low or "all_gather" in low:
+    if low.startswith(("c10d::", "nccl", "rccl", "gloo")) or _COMM_RE.search(name):
         return "comm"
     return "other"
 
