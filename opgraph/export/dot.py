@@ -31,7 +31,7 @@ This module is the entry point; the parts live in:
 from __future__ import annotations
 
 from opgraph.export.dot_collapse import COLLAPSE_MODES
-from opgraph.export.dot_critical import ViewPath, view_path, walked_nodes
+from opgraph.export.dot_critical import ViewPath, view_path
 from opgraph.export.dot_layout import DotLayout, dot_source, to_pydot
 from opgraph.export.dot_render import (
     MISSING_DOT, GraphvizMissing, critical_path_svg, dot_program, render, write_graphviz,
@@ -43,6 +43,6 @@ from opgraph.export.dot_view import EmptySelection, GraphView, ViewEdge, ViewNod
 __all__ = [
     "COLLAPSE_MODES", "DEFAULT_MAX_NODES", "CRITICAL_COLOR", "FONT", "NODE_STYLE", "EDGE_STYLE", "MAX_NAME_CHARS",
     "ViewNode", "ViewEdge", "GraphView", "EmptySelection", "ViewPath", "DotLayout", "GraphvizMissing", "MISSING_DOT",
-    "graph_view", "view_path", "walked_nodes", "to_pydot", "dot_source", "safe_name", "dot_program", "render",
+    "graph_view", "view_path", "to_pydot", "dot_source", "safe_name", "dot_program", "render",
     "write_graphviz", "critical_path_svg",
 ]

@@ -5,16 +5,10 @@ From its result (:class:`~opgraph.analysis.critical_path.CriticalPathResult`) th
 takes each window's path: the time each event holds on it (its segments with an ``eid``:
 the ``◆`` of the labels and the orange border) and the path's length (the summary).
 
-What the result does not hold is the order of the nodes the path passes through, which
-the picture needs to draw the path connected (an orange edge between consecutive drawn
-nodes). Its segments merge consecutive stretches of one event and category (a range's
-first and last child edges around a zero-length child become one segment, so the walk's
-return to the range is gone), leave out nodes crossed in zero time, and name, for the
-delay before a held kernel, the event wait's source rather than the walked edge's. So
-:func:`walked_nodes` asks the engine for just that sequence: its walk
-(:func:`opgraph.analysis.critical_path.walk_back`) from each window's sink
-(:func:`opgraph.analysis.critical_path.window_sinks`), the same walk
-:func:`~opgraph.analysis.critical_path.critical_path` makes.
+It also takes the order of the nodes the path passes through (``WindowPath.nodes``),
+which the picture needs to draw the path connected (an orange edge between consecutive
+drawn nodes): the segments merge consecutive stretches of one event and category and
+leave out nodes crossed in zero time, so they cannot give it.
 """
 
 from __future__ import annotations
@@ -25,7 +19,7 @@ from typing import Sequence
 
 import networkx as nx
 
-from opgraph.analysis.critical_path import BoundaryDAG, WindowPath, critical_path, walk_back, window_sinks
+from opgraph.analysis.critical_path import BoundaryDAG, WindowPath, critical_path
 from opgraph.graph.arrays import GraphArrays
 from opgraph.graph.windows import Window
 
@@ -59,21 +53,6 @@ def held_time(a: GraphArrays, wp: WindowPath) -> dict[int, int]:
     return dict(own)
 
 
-def walked_nodes(d: BoundaryDAG, sink: int, ws: int) -> list[int]:
-    """The node positions the critical path into ``sink``'s end passes through back to
-    time ``ws``, in time order: both ends of every walked edge, also the nodes it crosses
-    in zero time (a launch call between its parent op and the kernel), so the drawn path
-    is connected. Not in the analysis result (module docstring)."""
-    if sink < 0:
-        return []
-    seq: list[int] = []
-    for _e, u, b, _t0, _t1 in walk_back(d, 2 * sink + 1, ws):
-        for p in ((u // 2) if u >= 0 else -1, b // 2):
-            if p >= 0 and (not seq or seq[-1] != p):
-                seq.append(p)
-    return seq
-
-
 def view_path(G: nx.DiGraph, d: BoundaryDAG, a: GraphArrays, window: str | None, wins: Sequence[Window]
               ) -> ViewPath:
     """The critical path of the windows ``wins`` (:func:`opgraph.graph.windows.select_windows`
@@ -83,8 +62,9 @@ def view_path(G: nx.DiGraph, d: BoundaryDAG, a: GraphArrays, window: str | None,
         raise RuntimeError("critical_path() chose other windows than the picture")  # pragma: no cover
     own: dict[int, int] = defaultdict(int)
     chains: list[list[int]] = []
-    for w, wp, (sink, _end) in zip(wins, res.windows, window_sinks(d, list(wins))):
-        chains.append(walked_nodes(d, sink, w.start_ns))
+    pos_of = a.pos_of
+    for wp in res.windows:
+        chains.append([int(pos_of[e]) for e in wp.nodes])
         for p, v in held_time(a, wp).items():
             own[p] = max(own[p], v)
     return ViewPath(dict(own), chains, int(sum(wp.length_ns for wp in res.windows)))

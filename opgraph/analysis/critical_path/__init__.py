@@ -118,6 +118,17 @@ def window_sinks(d: BoundaryDAG, wins: list[Window]) -> list[tuple[int, int]]:
     return out
 
 
+def walked_eids(a: GraphArrays, steps: list) -> list[int]:
+    """The event ids a walk (:func:`walk_back`) passes through, in time order: both ends
+    of every step, consecutive repeats dropped."""
+    seq: list[int] = []
+    for _e, u, b, _t0, _t1 in steps:
+        for p in ((u // 2) if u >= 0 else -1, b // 2):
+            if p >= 0 and (not seq or seq[-1] != p):
+                seq.append(p)
+    return a.eid[seq].tolist() if seq else []
+
+
 def critical_path(G: nx.DiGraph, window: str | None = None, dag: BoundaryDAG | None = None) -> CriticalPathResult:
     """Critical path per window.
 
@@ -149,7 +160,9 @@ def critical_path(G: nx.DiGraph, window: str | None = None, dag: BoundaryDAG | N
         if sink < 0:
             results.append(WindowPath(w.name, w.eid, w.start_ns, w.start_ns, [], wl))
             continue
-        raw = segments(d, walk_back(d, 2 * sink + 1, w.start_ns))
-        results.append(WindowPath(w.name, w.eid, w.start_ns, wend, path_segments(d, raw), wl))
+        steps = walk_back(d, 2 * sink + 1, w.start_ns)
+        raw = segments(d, steps)
+        results.append(WindowPath(w.name, w.eid, w.start_ns, wend, path_segments(d, raw), wl,
+                                  walked_eids(a, steps)))
     return CriticalPathResult(results, sel.mode)
 

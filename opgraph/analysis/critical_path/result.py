@@ -79,6 +79,10 @@ class WindowPath:
     end_ns: int
     path: list[PathSegment] = field(default_factory=list)
     lane: str = ""
+    #: the event ids the walk passes through, in time order: both ends of every step it
+    #: takes, also events crossed in zero time (so a drawing of the path is connected);
+    #: :attr:`path` merges and names the stretches between them. Not part of ``to_dict``.
+    nodes: list[int] = field(default_factory=list, repr=False)
 
     @property
     def span_ns(self) -> int:
