@@ -149,7 +149,7 @@ def union_length(start: np.ndarray, end: np.ndarray) -> int | float:
     s = np.asarray(start)
     e = np.asarray(end)
     if not len(s):
-        return 0 if s.dtype.kind in "iu" or s.dtype == object else 0.0
+        return 0 if s.dtype.kind in "iu" else 0.0
     o = np.argsort(s, kind="stable")
     s, e = s[o], e[o]
     reach = np.maximum.accumulate(e)

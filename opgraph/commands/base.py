@@ -138,12 +138,11 @@ def per_rank_command(input: str, fn: Callable[..., Any], kwargs: dict[str, Any],
                                        "every rank is analysed (or give that rank's file)")
     with rank_progress("analysing ranks") as progress:
         results = per_rank([input], fn, kwargs, workers=workers, scheduler=scheduler, progress=progress)
-    tables: dict[str, pd.DataFrame] = {}
-    for ra in results:
-        for name, df in ra.result.tables().items():
-            tables.setdefault(name, [])  # type: ignore[arg-type]
-            tables[name].append(df.assign(rank=ra.rank)[["rank", *[c for c in df.columns if c != "rank"]]])  # type: ignore[attr-defined]
-    merged = {name: pd.concat(parts, ignore_index=True) for name, parts in tables.items()}  # type: ignore[arg-type]
+    per = [(ra.rank, ra.result.tables()) for ra in results]
+    merged: dict[str, pd.DataFrame] = {}
+    for name in dict.fromkeys(n for _, t in per for n in t):  # every table name, first-seen order
+        df = pd.concat([t[name].assign(rank=r) for r, t in per if name in t], ignore_index=True)
+        merged[name] = df[["rank", *[c for c in df.columns if c != "rank"]]]
 
     def document() -> dict[str, Any]:
         ranks = []

@@ -21,30 +21,38 @@ _STRUCTURAL = frozenset({"nest", "host_seq", "stream_seq"})
 MAX_CYCLE_BREAKS = 1000
 
 
+def kahn_order(n: int, src: np.ndarray, dst: np.ndarray, key: np.ndarray | None = None) -> list[int]:
+    """Nodes ``0..n-1`` of the edges ``src -> dst`` in a topological order (Kahn's algorithm
+    over a CSR view, a plain loop over int lists; a stack, so depth first). The nodes on or
+    behind a cycle are left out, so the order is complete exactly when there is none.
+    ``key``: the sources are started from in increasing ``key`` (default: node id)."""
+    o = np.argsort(src, kind="stable")
+    ptr = np.searchsorted(src[o], np.arange(n + 1)).tolist()
+    out = dst[o].tolist()
+    indeg = np.bincount(dst, minlength=n)
+    start = np.flatnonzero(indeg == 0)
+    stack = start[::-1].tolist() if key is None else start[np.argsort(-key[start], kind="stable")].tolist()
+    deg = indeg.tolist()
+    order: list[int] = []
+    push, pop, app = stack.append, stack.pop, order.append
+    while stack:
+        u = pop()
+        app(u)
+        for k in range(ptr[u], ptr[u + 1]):
+            v = out[k]
+            deg[v] -= 1
+            if deg[v] == 0:
+                push(v)
+    return order
+
+
 def has_cycle(src: np.ndarray, dst: np.ndarray) -> bool:
-    """Whether the edges ``src -> dst`` (node ids) contain a directed cycle: Kahn's
-    algorithm over a CSR view, in a plain loop over int lists (no networkx graph is built)."""
+    """Whether the edges ``src -> dst`` (node ids) contain a directed cycle
+    (:func:`kahn_order`; no networkx graph is built)."""
     if not len(src):
         return False
     nodes, inv = np.unique(np.concatenate([src, dst]), return_inverse=True)
-    n = len(nodes)
-    s, d = inv[:len(src)], inv[len(src):]
-    o = np.argsort(s, kind="stable")
-    s, d = s[o], d[o]
-    start = np.searchsorted(s, np.arange(n + 1)).tolist()
-    succ = d.tolist()
-    indeg = np.bincount(d, minlength=n).tolist()
-    stack = [i for i in range(n) if indeg[i] == 0]
-    seen = 0
-    while stack:
-        u = stack.pop()
-        seen += 1
-        for j in range(start[u], start[u + 1]):
-            v = succ[j]
-            indeg[v] -= 1
-            if indeg[v] == 0:
-                stack.append(v)
-    return seen < n
+    return len(kahn_order(len(nodes), inv[:len(src)], inv[len(src):])) < len(nodes)
 
 
 def break_cycles(ts: np.ndarray, src: np.ndarray, dst: np.ndarray, kcode: np.ndarray,

@@ -66,6 +66,7 @@ import numpy as np
 import pandas as pd
 
 from opgraph.graph.arrays import GraphArrays
+from opgraph.graph.cycles import kahn_order
 from opgraph.analysis.critical_path import (
     PRIORITY, ROLES, R, BoundaryEdges, boundary_edges, boundary_times, dag_from_edges, edge_categories, pick_critical,
 )
@@ -161,24 +162,7 @@ def _kahn(nb: int, src: np.ndarray, dst: np.ndarray, t: np.ndarray, inferred: np
     keep = np.ones(len(src), dtype=bool)
     inferred = np.zeros(len(src), dtype=bool) if inferred is None else inferred
     while True:
-        s, d = src[keep], dst[keep]
-        o = np.argsort(s, kind="stable")
-        ptr = np.searchsorted(s[o], np.arange(nb + 1)).tolist()
-        out = d[o].tolist()
-        indeg = np.bincount(d, minlength=nb)
-        start = np.flatnonzero(indeg == 0)
-        stack = start[np.argsort(-t[start], kind="stable")].tolist()
-        deg = indeg.tolist()
-        order: list[int] = []
-        push, pop, app = stack.append, stack.pop, order.append
-        while stack:
-            u = pop()
-            app(u)
-            for k in range(ptr[u], ptr[u + 1]):
-                v = out[k]
-                deg[v] -= 1
-                if deg[v] == 0:
-                    push(v)
+        order = kahn_order(nb, src[keep], dst[keep], t)
         if len(order) == nb:
             pos = np.empty(nb, dtype=np.int64)
             pos[np.array(order, dtype=np.int64)] = np.arange(nb)
