@@ -26,7 +26,7 @@ __all__ = [
     "iterations", "summary", "overheads", "roofline", "report", "diff", "what_if", "stragglers", "comm_overlap",
     "memory_bandwidth", "collectives", "launch_stats", "queue_length", "gpu_categories",
     "memory_timeline", "cupti_counters", "advise", "shapes", "kernel_stats", "kernel_sequences",
-    "export_perfetto", "export_graphviz", "report_html", "plot", "graph_tables", "export_tables",
+    "export_perfetto", "export_graphviz", "report_html", "plot", "graph_tables", "export_tables", "TraceGraph",
     "OpgraphInputError",
     "__version__", "GRAPH_SCHEMA_VERSION",
 ]

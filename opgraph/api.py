@@ -32,6 +32,7 @@ from opgraph.analysis.display import TableResult
 from opgraph.analysis.idle import IdleResult
 from opgraph.analysis.roofline import RooflineResult
 from opgraph.analysis.stragglers import StragglerReport
+from opgraph.graph.model import TraceGraph
 
 PathLike = str | os.PathLike[str]
 
@@ -42,7 +43,7 @@ __all__ = [
     "iterations", "summary", "overheads", "roofline", "report", "diff", "what_if", "stragglers", "comm_overlap",
     "memory_bandwidth", "collectives", "launch_stats", "queue_length", "gpu_categories", "memory_timeline",
     "cupti_counters", "advise", "shapes", "kernel_stats", "kernel_sequences",
-    "export_perfetto", "export_graphviz", "report_html", "plot", "graph_tables", "export_tables",
+    "export_perfetto", "export_graphviz", "report_html", "plot", "graph_tables", "export_tables", "TraceGraph",
 ]
 
 
@@ -77,23 +78,49 @@ class Report(TableResult):
         return super()._repr_html_().replace("<b>Report</b>", f"<b>{html.escape(self.kind)}</b>", 1)
 
 
-def _graph(g: nx.DiGraph | PathLike) -> nx.DiGraph:
-    return g if isinstance(g, nx.DiGraph) else load(g)
+def _graph(g: "nx.DiGraph | TraceGraph | PathLike") -> nx.DiGraph:
+    """``g`` as a ``networkx.DiGraph`` (loaded when a path, viewed when a TraceGraph)."""
+    if isinstance(g, nx.DiGraph):
+        return g
+    if isinstance(g, TraceGraph):
+        return g.to_networkx()
+    return load(g)
+
+
+def _columns(g: "nx.DiGraph | TraceGraph | PathLike") -> "nx.DiGraph | TraceGraph":
+    """``g`` for an analysis that reads columns: a graph as given, a path loaded as a
+    :class:`TraceGraph` (no networkx dicts are made)."""
+    if isinstance(g, (nx.DiGraph, TraceGraph)):
+        return g
+    return load(g, model=True)
 
 
 # ---------------------------------------------------------------------------------- graphs
-def load(path: PathLike | Sequence[PathLike], format: str | None = None) -> nx.DiGraph:
+def load(path: PathLike | Sequence[PathLike], format: str | None = None, *, model: bool = False
+         ) -> "nx.DiGraph | TraceGraph":
     """The graph of ``path``: a saved graph (``.gpickle``, node-link ``.json[.gz]``) or any
     raw trace (Kineto JSON, Nsight Systems SQLite/JSON/CSV, OpenCL logs; ``format`` forces
     one). A folder, or a list of traces (one per rank), gives the multi-rank job graph
     (ranks read in parallel, collectives matched, clocks aligned; docs/multirank.md). Bad
     input raises :class:`opgraph.errors.OpgraphInputError` (one line).
 
+    ``model=True`` gives the columnar :class:`TraceGraph` instead (docs/model.md): no
+    networkx dict is made, the column analyses (``idle``, ``critical_path``,
+    ``launch_stats``, ``queue_length``, ``comm_overlap``) run on it directly, every other
+    function takes it too, and ``.to_networkx()`` gives the ``DiGraph`` on request.
+
     Examples
     --------
     >>> import opgraph
     >>> G = opgraph.load(opgraph.example_trace("gpu_bound"))
     >>> {"cpu_op", "runtime", "kernel"} <= {d["kind"] for _, d in G.nodes(data=True)}
+    True
+    >>> T = opgraph.load(opgraph.example_trace("gpu_bound"), model=True)
+    >>> T.number_of_nodes() == G.number_of_nodes()
+    True
+    >>> opgraph.idle(T).to_frame()["idle_us"].tolist() == opgraph.idle(G).to_frame()["idle_us"].tolist()
+    True
+    >>> T.to_networkx().number_of_edges() == G.number_of_edges()
     True
     """
     from opgraph.graph.io import graph_from_payload, load_any
@@ -105,8 +132,9 @@ def load(path: PathLike | Sequence[PathLike], format: str | None = None) -> nx.D
         if format is not None:
             raise ValueError("format applies to a single trace, not to a multi-rank job")
         inputs = [str(p) for p in path] if many else [str(path)]  # type: ignore[union-attr]
-        return graph_from_payload(build_job(inputs).payload)
-    return load_any(path, format)
+        payload = build_job(inputs).payload
+        return TraceGraph(payload) if model else graph_from_payload(payload)
+    return load_any(path, format, model=model)
 
 
 def build(trace: PathLike | Sequence[PathLike], output: PathLike | None = None, *, format: str | None = None,
@@ -201,11 +229,11 @@ def critical_path(G: nx.DiGraph | PathLike, window: str | None = None, ranks: Se
     >>> float(path["dur_us"].sum()) == res.summary()["length_us"]
     True
     """
-    G = _graph(G)
+    G = _columns(G)
     if isinstance(G.graph.get("job"), dict):
         from opgraph.analysis.crossrank import crossrank_critical_path
 
-        return crossrank_critical_path(G, ranks)  # type: ignore[return-value]
+        return crossrank_critical_path(_graph(G), ranks)  # type: ignore[return-value]
     from opgraph.analysis.critical_path import critical_path as _cp
 
     return _cp(G, window)
@@ -223,7 +251,7 @@ def idle(G: nx.DiGraph | PathLike, kernel_wait_us: float = 30.0) -> IdleResult:
     """
     from opgraph.analysis.idle import idle_time
 
-    return idle_time(_graph(G), kernel_wait_us)
+    return idle_time(_columns(G), kernel_wait_us)
 
 
 def _doc_report(kind: str, doc: dict[str, Any], frames_of: Callable[[dict[str, Any]], dict[str, pd.DataFrame]],
@@ -245,7 +273,7 @@ def comm_overlap(G: nx.DiGraph | PathLike, window: str | None = None) -> Any:
     """
     from opgraph.analysis.overlap import comm_overlap as _overlap
 
-    return _overlap(_graph(G), window)
+    return _overlap(_columns(G), window)
 
 
 def memory_bandwidth(G: nx.DiGraph | PathLike) -> Any:
@@ -291,7 +319,7 @@ def launch_stats(G: nx.DiGraph | PathLike, call_cutoff_us: float = 50.0, latency
     """
     from opgraph.analysis.launch_stats import launch_stats as _ls
 
-    return _ls(_graph(G), call_cutoff_us, latency_cutoff_us)
+    return _ls(_columns(G), call_cutoff_us, latency_cutoff_us)
 
 
 def queue_length(G: nx.DiGraph | PathLike, limit: int = 1024) -> Any:
@@ -306,7 +334,7 @@ def queue_length(G: nx.DiGraph | PathLike, limit: int = 1024) -> Any:
     """
     from opgraph.analysis.queue_length import queue_length as _ql
 
-    return _ql(_graph(G), limit)
+    return _ql(_columns(G), limit)
 
 
 def memory_timeline(G: nx.DiGraph | PathLike, window: str | None = None) -> Any:

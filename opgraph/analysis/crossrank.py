@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from opgraph.graph.arrays import GraphArrays
+from opgraph.graph.model import arrays_of
 from opgraph.analysis.critical_path import (CATEGORIES, BoundaryDAG, ExtraEdges, PathSegment, WindowPath,
                                             boundary_dag, breakdown_frame, path_frame, path_segments, segments,
                                             summarize_windows, walk_back)
@@ -261,7 +262,7 @@ def crossrank_critical_path(G: nx.DiGraph, ranks: Sequence[int] | None = None,
     if ranks is not None and len(full) < len([r for r in all_ranks if info[r].get("full", True)]):
         notes.append(f"analysis restricted to ranks {_fmt_ranks(full)}: waits for other ranks are gpu_comm_wait")
 
-    a = arr if arr is not None else GraphArrays.from_graph(G)
+    a = arr if arr is not None else arrays_of(G)
     rank_of = node_ranks(G, a)
     keep = np.zeros(max(all_ranks + [int(rank_of.max()) if a.n else 0]) + 1, dtype=bool)
     keep[full] = True

@@ -25,11 +25,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 
 from opgraph.graph.arrays import GraphArrays
+from opgraph.graph.model import AnyGraph, arrays_of
 from opgraph.analysis.display import TableResult, json_records
 
 #: Lower edges (µs) of the kernel-duration histogram; the last bin is open.
@@ -112,11 +112,11 @@ class LaunchStats(TableResult):
                 "latency_outliers": json_records(t["latency_outliers"], top)}
 
 
-def launch_stats(G: nx.DiGraph, call_cutoff_us: float = 50.0, latency_cutoff_us: float = 100.0,
+def launch_stats(G: AnyGraph, call_cutoff_us: float = 50.0, latency_cutoff_us: float = 100.0,
                  arr: GraphArrays | None = None) -> LaunchStats:
     """Launch call time, launch delay (queued vs latency), outliers and short kernels of
     every launched device activity of ``G`` (module docstring)."""
-    a = arr if arr is not None else GraphArrays.from_graph(G)
+    a = arr if arr is not None else arrays_of(G)
     ls, ld = a.out_edges("launch")
     keep = a.is_activity[ld]
     ls, ld = ls[keep], ld[keep]

@@ -17,11 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 
 from opgraph.graph.arrays import GraphArrays
+from opgraph.graph.model import AnyGraph, arrays_of
 from opgraph.analysis.display import TableResult
 
 #: Columns of the ``queues`` table.
@@ -70,9 +70,9 @@ class QueueLength(TableResult):
         return {"queues": rows}
 
 
-def queue_length(G: nx.DiGraph, limit: int = 1024, arr: GraphArrays | None = None) -> QueueLength:
+def queue_length(G: AnyGraph, limit: int = 1024, arr: GraphArrays | None = None) -> QueueLength:
     """Queue length per stream over time (module docstring)."""
-    a = arr if arr is not None else GraphArrays.from_graph(G)
+    a = arr if arr is not None else arrays_of(G)
     ls, ld = a.out_edges("launch")
     keep = a.is_activity[ld]
     ls, ld = ls[keep], ld[keep]

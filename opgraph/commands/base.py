@@ -43,7 +43,7 @@ def rank_option(f: Callable) -> Callable:
 
 
 def load_input(path: str, fmt: str | None = None, label: str = "loading", job_ok: bool = False,
-               whole_job: bool = False, *, rank: int | None = None):
+               whole_job: bool = False, *, rank: int | None = None, model: bool = False):
     """Load a saved graph or build one from a raw trace, with a progress bar on a TTY.
 
     A multi-rank job graph is returned whole only when ``job_ok``; otherwise ``rank``
@@ -51,12 +51,19 @@ def load_input(path: str, fmt: str | None = None, label: str = "loading", job_ok
     the rank's own clock), and without it the command stops with one line: a single-rank
     analysis over several ranks' events at once would mix their steps, devices and
     threads. With ``whole_job`` a job graph without ``--rank`` is returned whole (commands
-    that then run per rank or across ranks: ``overlap``, ``collectives``)."""
+    that then run per rank or across ranks: ``overlap``, ``collectives``).
+
+    ``model``: the command's analysis takes the columnar
+    :class:`~opgraph.graph.model.TraceGraph`; a single-rank graph then comes back in that
+    form (no networkx dicts are made: docs/model.md), a job graph as a ``DiGraph``."""
     from opgraph.graph.io import load_any
+    from opgraph.graph.model import as_networkx
     from opgraph.progress import phase_progress
 
     with phase_progress(f"{label} {os.path.basename(path)}") as step:
-        G = load_any(path, format=fmt, step=step)
+        G = load_any(path, format=fmt, step=step, model=model)
+    if model and isinstance(G.graph.get("job"), dict):
+        G = as_networkx(G)   # job graphs: rank selection and the cross-rank analyses walk networkx
     if (G.graph.get("trace_metadata") or {}).get("timing") == "ordinal":
         # an execution trace records no timestamps: say so once, on stderr (JSON stays clean:
         # its *_us keys hold the positions), and head the tables with "ticks", not "µs"

@@ -68,7 +68,7 @@ def critical_path_cmd(input: str, window: str | None, as_json: bool, no_path: bo
     from opgraph.analysis.critical_path import critical_path
     from opgraph.commands.window_option import check_window, window_errors
 
-    G = load_input(input, job_ok=True)
+    G = load_input(input, job_ok=True, model=True)
     if isinstance(G.graph.get("job"), dict):
         _crossrank(G, input, window, ranks, as_json, no_path, top, csv_dir)
         return
@@ -103,7 +103,7 @@ def idle_cmd(input: str, kernel_wait_us: float, top: int, as_json: bool, csv_dir
                          lambda res: res.to_dict(top=top), lambda res, con: render_idle(res, con, top=top),
                          workers, scheduler, rank)
         return
-    G = load_input(input, rank=rank)
+    G = load_input(input, rank=rank, model=True)
     res = idle_time(G, kernel_wait_us=kernel_wait_us)
     emit_result(input, res.tables(), csv_dir, as_json, lambda: res.to_dict(top=top), "idle.schema.json",
                 lambda: render_idle(res, console(), top=top))

@@ -26,7 +26,7 @@ def overlap_cmd(input: str, window: str | None, as_json: bool, csv_dir: TableFil
     from opgraph.commands.window_option import check_window, window_errors
     from opgraph.export.text import render_overlap
 
-    G = load_input(input, whole_job=True, rank=rank)
+    G = load_input(input, whole_job=True, rank=rank, model=True)
     if isinstance(G.graph.get("job"), dict):  # a job graph without --rank: every rank kept in full
         from opgraph.analysis.job_tables import per_rank
         from opgraph.multirank import rank_subgraph

@@ -22,6 +22,7 @@ from opgraph.export.dot_collapse import host_parent, representatives
 from opgraph.export.dot_critical import view_path
 from opgraph.export.dot_view import ACTIVITY_KINDS, HOST_KINDS, EmptySelection, GraphView, ViewEdge, ViewNode
 from opgraph.graph.arrays import GraphArrays
+from opgraph.graph.model import arrays_of
 from opgraph.graph.windows import select_windows
 
 DEFAULT_MAX_NODES = 400
@@ -215,7 +216,7 @@ def graph_view(G: nx.DiGraph, window: str | None = None, critical_only: bool = F
     ValueError
         When the graph has no events to draw.
     """
-    a = arr if arr is not None else GraphArrays.from_graph(G)
+    a = arr if arr is not None else arrays_of(G)
     if not a.n:
         raise ValueError("the graph has no events to draw")
     sel = select_windows(a, window)

@@ -107,33 +107,12 @@ class GraphArrays:
 
     @classmethod
     def from_graph(cls, G: nx.DiGraph) -> "GraphArrays":
+        """The arrays of a networkx graph's nodes and edges (node and edge insertion order)."""
         nodes = list(G._node)
         attrs = list(G._node.values())
         n = len(nodes)
         eid = np.array(nodes, dtype=np.int64) if n else np.empty(0, np.int64)
-        kind = np.array([d["kind"] for d in attrs], dtype=object)
-        name = np.array([d.get("name") for d in attrs], dtype=object)
-        ts = np.array([d["ts"] for d in attrs], dtype=np.int64)
-        dur = np.array([d["dur"] for d in attrs], dtype=np.int64)
-        pid = np.array([d.get("pid") for d in attrs], dtype=object)
-        tid = np.array([d.get("tid") for d in attrs], dtype=object)
-        device = np.array([d.get("device", -1) for d in attrs], dtype=np.int64)
-        stream = np.array([d.get("stream", -1) for d in attrs], dtype=np.int64)
-        pos_of = dict(zip(nodes, range(n)))
-        # lanes: host (pid, tid); device (device, stream)
-        is_dev = np.isin(kind, DEVICE_ACTIVITY_KINDS + ("gpu_annotation",))
-        pc, _ = pd.factorize(pid)
-        tc, tu = pd.factorize(tid)
-        host_lane = pc.astype(np.int64) * (len(tu) + 2) + tc + 1
-        dev_lane = -((device + 2) * (1 << 32) + (stream + 2))
-        lane_raw = np.where(is_dev, dev_lane, host_lane)
-        lane, _ = pd.factorize(lane_raw)
-        if n and "rank" in attrs[0]:  # a multi-rank job graph: lanes are per rank
-            rank = np.array([d.get("rank", 0) for d in attrs], dtype=np.int64)
-            if len(np.unique(rank)) > 1:
-                lane, _ = pd.factorize(rank * (int(lane.max()) + 1) + lane)
-        else:
-            rank = np.zeros(n, dtype=np.int64)
+        rank = np.array([d.get("rank", 0) for d in attrs], dtype=np.int64) if n and "rank" in attrs[0] else None
         src, dst, ek = [], [], []
         rich: list[tuple[int, dict]] = []  # (edge index, attrs) of edges with more than a kind
         for u, nbrs in G._succ.items():
@@ -143,20 +122,49 @@ class GraphArrays:
                 src.append(u)
                 dst.append(v)
                 ek.append(d.get("kind"))
+        return cls.from_columns(
+            eid, np.array([d["kind"] for d in attrs], dtype=object), np.array([d.get("name") for d in attrs], dtype=object),
+            np.array([d["ts"] for d in attrs], dtype=np.int64), np.array([d["dur"] for d in attrs], dtype=np.int64),
+            np.array([d.get("pid") for d in attrs], dtype=object), np.array([d.get("tid") for d in attrs], dtype=object),
+            np.array([d.get("device", -1) for d in attrs], dtype=np.int64),
+            np.array([d.get("stream", -1) for d in attrs], dtype=np.int64), rank,
+            np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64), np.array(ek, dtype=object), rich)
+
+    @classmethod
+    def from_columns(cls, eid: np.ndarray, kind: np.ndarray, name: np.ndarray, ts: np.ndarray, dur: np.ndarray,
+                     pid: np.ndarray, tid: np.ndarray, device: np.ndarray, stream: np.ndarray,
+                     rank: np.ndarray | None, src: np.ndarray, dst: np.ndarray, edge_kind: np.ndarray,
+                     rich: list[tuple[int, dict]]) -> "GraphArrays":
+        """The arrays of node columns (one entry per node, ``ts``/``dur`` in ns, ``rank``
+        None for a single-rank graph) and edge columns (``src``/``dst`` node keys,
+        ``edge_kind`` object array, in the order a networkx graph iterates its edges;
+        ``rich``: (edge index, attributes) of the edges that carry more than a kind)."""
+        n = len(eid)
+        pos_of = dict(zip(eid.tolist(), range(n)))
+        # lanes: host (pid, tid); device (device, stream)
+        is_dev = np.isin(kind, DEVICE_ACTIVITY_KINDS + ("gpu_annotation",))
+        pc, _ = pd.factorize(pid)
+        tc, tu = pd.factorize(tid)
+        host_lane = pc.astype(np.int64) * (len(tu) + 2) + tc + 1
+        dev_lane = -((device + 2) * (1 << 32) + (stream + 2))
+        lane_raw = np.where(is_dev, dev_lane, host_lane)
+        lane, _ = pd.factorize(lane_raw)
+        if rank is not None:  # a multi-rank job graph: lanes are per rank
+            if len(np.unique(rank)) > 1:
+                lane, _ = pd.factorize(rank * (int(lane.max()) + 1) + lane)
+        else:
+            rank = np.zeros(n, dtype=np.int64)
         edges: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        if src:
-            s_arr = np.array(src, dtype=np.int64)
-            d_arr = np.array(dst, dtype=np.int64)
+        if len(src):
             # node keys -> positions (fast path: keys are 0..max and dense enough)
             if n and eid.min() >= 0 and eid.max() < 4 * n + 1024:
                 lut = np.full(int(eid.max()) + 1, -1, dtype=np.int64)
                 lut[eid] = np.arange(n)
-                s_pos, d_pos = lut[s_arr], lut[d_arr]
+                s_pos, d_pos = lut[src], lut[dst]
             else:
-                s_pos = np.array([pos_of[u] for u in src], dtype=np.int64)
-                d_pos = np.array([pos_of[v] for v in dst], dtype=np.int64)
-            ek_arr = np.array(ek, dtype=object)
-            codes, uniq = pd.factorize(ek_arr)
+                s_pos = np.array([pos_of[u] for u in src.tolist()], dtype=np.int64)
+                d_pos = np.array([pos_of[v] for v in dst.tolist()], dtype=np.int64)
+            codes, uniq = pd.factorize(edge_kind)
             per_kind = _edge_attrs(rich, len(src), codes, uniq, pos_of)
             for j, k in enumerate(uniq):
                 m = codes == j

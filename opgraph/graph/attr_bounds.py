@@ -123,33 +123,47 @@ def _level_walk(objs: list[Any], budget: int) -> int | None:
     return total
 
 
+class BoundsBudget:
+    """What a bounds check has used of its budget (items once written out), and the
+    objects it has walked (shared by the checks of one loaded graph)."""
+
+    def __init__(self, file_size: int):
+        self.budget = 64 * int(file_size) + 2**22
+        self.used = 0
+        self.memo: dict[int, tuple[int, int]] = {}
+        self.seen: set[int] = set()
+
+    def column(self, path: str, what: str, ids: list[Any], vals: list[Any]) -> None:
+        """Check one column of values (``ids`` name them in a refusal)."""
+        got = _level_walk(vals, self.budget - self.used)
+        if got is None:
+            self.used += _check_attrs(path, what, zip(ids, vals), self.budget - self.used, self.memo, event=True)
+        else:
+            self.used += got
+        self.seen.update(map(id, vals))
+
+
+def check_table_bounds(gr: dict, path: str, file_size: int) -> BoundsBudget:
+    """Bounds of the graph attributes ``gr`` and of the event table's ``args``/``extra``
+    columns; returns the budget for the checks that follow (node or edge attributes)."""
+    b = BoundsBudget(file_size)
+    b.used = _check_attrs(path, "graph attributes", ((k, v) for k, v in gr.items() if k != "events"),
+                          b.budget, b.memo)
+    ev = gr.get("events")
+    if not isinstance(ev, pd.DataFrame):
+        ev = pd.DataFrame()
+    for col in ("args", "extra"):
+        if col in ev:
+            vals = ev[col].tolist()
+            b.column(path, f"event {col}", list(range(len(vals))), vals)
+    return b
+
+
 def check_bounds(G: nx.DiGraph, path: str, file_size: int) -> None:
     """Attributes bounded relative to the file (no serialisation bombs) and in depth. Whole
     columns are walked level by level in C (:func:`_level_walk`); the per-object walk
     (:func:`_check_attrs`) runs only to name the culprit of a failure."""
-    gr = G.graph
-    budget = 64 * int(file_size) + 2**22
-    memo: dict[int, tuple[int, int]] = {}
-    used = _check_attrs(path, "graph attributes", ((k, v) for k, v in gr.items() if k != "events"),
-                        budget, memo)
-    ev = gr.get("events")
-    if not isinstance(ev, pd.DataFrame):
-        ev = pd.DataFrame()
-    seen: set[int] = set()
-
-    def column(what: str, ids: list[Any], vals: list[Any]) -> None:
-        nonlocal used
-        got = _level_walk(vals, budget - used)
-        if got is None:
-            used += _check_attrs(path, what, zip(ids, vals), budget - used, memo, event=True)
-        else:
-            used += got
-        seen.update(map(id, vals))
-
-    for col in ("args", "extra"):
-        if col in ev:
-            vals = ev[col].tolist()
-            column(f"event {col}", list(range(len(vals))), vals)
+    b = check_table_bounds(G.graph, path, file_size)
     nodes = G._node
     keys = set(chain.from_iterable(nodes.values()))   # every attribute name, in C
     ids = np.array(list(nodes), dtype=object)
@@ -158,10 +172,10 @@ def check_bounds(G: nx.DiGraph, path: str, file_size: int) -> None:
         if _SCALAR_TYPES.issuperset(map(type, vals)):
             continue
         # skip the objects already walked (node args are the event table's args dicts)
-        new = ~np.fromiter(map(seen.__contains__, map(id, vals)), dtype=bool, count=len(vals))
+        new = ~np.fromiter(map(b.seen.__contains__, map(id, vals)), dtype=bool, count=len(vals))
         arr = np.empty(len(vals), dtype=object)
         arr[:] = vals
-        column(f"node attribute {k!r}", ids[new].tolist(), arr[new].tolist())
+        b.column(path, f"node attribute {k!r}", ids[new].tolist(), arr[new].tolist())
 
 
-__all__ = ["MAX_ATTR_DEPTH", "check_bounds"]
+__all__ = ["MAX_ATTR_DEPTH", "BoundsBudget", "check_table_bounds", "check_bounds"]

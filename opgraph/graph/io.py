@@ -24,7 +24,7 @@ from __future__ import annotations
 import io
 import pickle
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 import pandas as pd
@@ -40,6 +40,9 @@ from opgraph.graph.payload import graph_to_payload, payload_to_digraph
 from opgraph.graph.unpickler import ALLOWED_GLOBALS, ArrayTooLarge, SafeUnpickler, allocation_cap
 from opgraph.graph.validate import CYCLIC_EDGE_KINDS, DIGRAPH_STATE, check_graph, check_structure
 from opgraph.outfiles import open_atomic
+
+if TYPE_CHECKING:
+    from opgraph.graph.model import TraceGraph
 
 GRAPH_SUFFIXES = (".gpickle", ".json.gz", ".json")
 
@@ -113,10 +116,32 @@ def save_gpickle(G: "nx.DiGraph | GraphPayload", path: str | Path, inputs: tuple
             raise OpgraphInputError(str(path), f"cannot write: {e.strerror or e}") from None
 
 
-def load_gpickle(path: str | Path, require_opgraph: bool = False) -> nx.DiGraph:
+class _Columns:
+    """What :class:`_ColumnUnpickler` makes of ``_rebuild_digraph(payload)``: the payload,
+    untouched, to be validated as arrays (no per-node dict is made)."""
+
+    __slots__ = ("payload",)
+
+    def __init__(self, payload: Any):
+        self.payload = payload
+
+
+class _ColumnUnpickler(SafeUnpickler):
+    """:class:`SafeUnpickler` that keeps a graph's column payload as columns."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) == ("opgraph.graph.io", "_rebuild_digraph"):
+            return _Columns
+        return super().find_class(module, name)
+
+
+def load_gpickle(path: str | Path, require_opgraph: bool = False, model: bool = False) -> "nx.DiGraph | TraceGraph":
     """Read a ``.gpickle`` through :class:`SafeUnpickler`; bad files raise
     :class:`OpgraphInputError`. Any ``DiGraph`` loads (its attributes bounded, see
-    :func:`check_graph`); ``require_opgraph`` also requires what the analyses need."""
+    :func:`check_graph`); ``require_opgraph`` also requires what the analyses need.
+    ``model``: a graph saved in column form comes back as a
+    :class:`~opgraph.graph.model.TraceGraph` (validated as arrays, no networkx dicts made;
+    implies ``require_opgraph``); any other pickle as with ``model=False``."""
     from opgraph.ingest.source import read_regular_file
 
     p = str(path)
@@ -124,9 +149,10 @@ def load_gpickle(path: str | Path, require_opgraph: bool = False) -> nx.DiGraph:
     if not data:
         raise OpgraphInputError(p, "empty file")
     bio = io.BytesIO(data)
+    unpickler = _ColumnUnpickler if model else SafeUnpickler
     with gc_paused():
         try:
-            G = SafeUnpickler(bio, max_bytes=allocation_cap(len(data))).load()
+            G = unpickler(bio, max_bytes=allocation_cap(len(data))).load()
         except ArrayTooLarge as e:
             raise OpgraphInputError(p, f"refused: the pickle {e}") from None
         except pickle.UnpicklingError as e:
@@ -142,10 +168,19 @@ def load_gpickle(path: str | Path, require_opgraph: bool = False) -> nx.DiGraph:
         # e.g. two writers interleaved, or junk appended: the pickle read so far is not the file
         raise OpgraphInputError(p, f"corrupt pickle: {len(data) - bio.tell()} bytes after the end of the "
                                    f"pickle (at byte {bio.tell()} of {len(data)})")
+    if type(G) is _Columns:
+        from opgraph.graph.model import TraceGraph
+        from opgraph.graph.validate_columns import check_columns
+
+        try:
+            check_columns(G.payload, p, len(data))
+        except (ValueError, TypeError, AttributeError, IndexError, KeyError, OverflowError) as e:
+            raise OpgraphInputError(p, f"corrupt graph columns ({type(e).__name__}: {e})") from None
+        return TraceGraph(G.payload)
     if type(G) is not nx.DiGraph:
         raise OpgraphInputError(p, f"pickle holds a {type(G).__name__}, not a networkx DiGraph")
     check_structure(G, p)
-    check_graph(G, p, len(data), require_opgraph)
+    check_graph(G, p, len(data), require_opgraph or model)
     return G
 
 
@@ -168,30 +203,35 @@ def save_graph(G: nx.DiGraph, path: str | Path, inputs: tuple = ()) -> None:
         raise OpgraphInputError(s, "unknown output type: use .gpickle, .json.gz or .json")
 
 
-def load_any(path: str | Path, format: str | None = None, step=None) -> nx.DiGraph:
+def load_any(path: str | Path, format: str | None = None, step=None, model: bool = False
+             ) -> "nx.DiGraph | TraceGraph":
     """A graph from a saved graph (``.gpickle``, node-link JSON) or any raw trace.
 
-    ``format`` forces a trace format; ``step(phase)`` reports progress."""
+    ``format`` forces a trace format; ``step(phase)`` reports progress. ``model``: give a
+    :class:`~opgraph.graph.model.TraceGraph` where the graph exists in column form (a
+    ``.gpickle`` saved by opgraph, a raw trace), without making networkx's dicts."""
     # The objects made are long-lived and acyclic (freed by reference counting): frozen on the
     # way out, they stay out of the cyclic collector's later full passes.
     with gc_paused(freeze=True):
-        G = _load_any(path, format, step or (lambda _p: None))
+        G = _load_any(path, format, step or (lambda _p: None), model)
     return G
 
 
-def read_input(path: str | Path, format: str | None = None, step=None):
-    """A saved graph (``nx.DiGraph``) or, for a raw trace, its :class:`EventTable`."""
+def read_input(path: str | Path, format: str | None = None, step=None, model: bool = False):
+    """A saved graph (``nx.DiGraph``, or with ``model`` a
+    :class:`~opgraph.graph.model.TraceGraph` when it was saved in column form) or, for a raw
+    trace, its :class:`EventTable`."""
     from opgraph.ingest import detect_format, read_trace_doc
     from opgraph.ingest.source import SQLITE_MAGIC, read_source
 
     step = step or (lambda _p: None)
     p = str(path)
     if p.endswith(".gpickle"):
-        return load_gpickle(p, require_opgraph=True)
+        return load_gpickle(p, require_opgraph=True, model=model)
     step("read")
     src = read_source(p)
     if src.data[:1] == b"\x80" and not src.compressed:
-        return load_gpickle(p, require_opgraph=True)
+        return load_gpickle(p, require_opgraph=True, model=model)
     if src.data.startswith(SQLITE_MAGIC):
         doc = None
     else:
@@ -226,12 +266,15 @@ def read_input(path: str | Path, format: str | None = None, step=None):
     return read_trace_doc(src, doc, format)
 
 
-def _load_any(path: str | Path, format: str | None, step) -> nx.DiGraph:
-    from opgraph.graph.build import build_graph
+def _load_any(path: str | Path, format: str | None, step, model: bool) -> "nx.DiGraph | TraceGraph":
+    from opgraph.graph.build import build_graph, build_payload
+    from opgraph.graph.model import TraceGraph
 
-    got = read_input(path, format, step)
-    if isinstance(got, nx.DiGraph):
+    got = read_input(path, format, step, model)
+    if isinstance(got, (nx.DiGraph, TraceGraph)):
         return got
+    if model:
+        return TraceGraph(build_payload(got, step))
     return build_graph(got, step)
 
 

@@ -68,6 +68,42 @@ def check_graph(G: nx.DiGraph, path: str, file_size: int, require_opgraph: bool 
     if not require_opgraph:
         check_bounds(G, path, file_size)
         return
+    check_graph_attrs(gr, path)
+    ev = gr["events"]
+    _check_nodes(G, path)
+    if G._node:
+        ids = np.fromiter(G._node, dtype=np.int64, count=len(G._node))
+        bad = (ids < 0) | (ids >= len(ev))
+        if bad.any():
+            raise OpgraphInputError(path, f"node {int(ids[bad][0])} has no row in the event table "
+                                          f"({len(ev)} rows; node ids are event ids)")
+    check_bounds(G, path, file_size)
+    edata = chain.from_iterable(map(dict.values, G._succ.values()))   # every edge's attribute dict, in C
+    ekind_list = list(map(dict.get, edata, repeat("kind")))
+    if not {str}.issuperset(map(type, ekind_list)):
+        u, v, d = next((u, v, d) for u, nbrs in G._succ.items() for v, d in nbrs.items()
+                       if type(d.get("kind")) is not str)
+        if "kind" not in d:
+            raise OpgraphInputError(path, f"edge {u} -> {v}: attribute 'kind' missing")
+        raise OpgraphInputError(path, f"edge {u} -> {v}: 'kind' is {d['kind']!r:.60}, expected a string")
+    # acyclic edge kinds: Kahn's algorithm over int arrays (build's check), networkx only to
+    # name a cycle once one is known to exist
+    if G.number_of_edges():
+        src = np.fromiter(chain.from_iterable(repeat(u, len(nb)) for u, nb in G._succ.items()), dtype=np.int64,
+                          count=len(ekind_list))
+        dst = np.fromiter(chain.from_iterable(G._succ.values()), dtype=np.int64, count=len(ekind_list))
+        keep = ~np.isin(np.asarray(ekind_list, dtype=object), list(CYCLIC_EDGE_KINDS))
+        if has_cycle(src[keep], dst[keep]):
+            H = G.edge_subgraph((u, v) for u, v, d in G.edges(data=True) if d["kind"] not in CYCLIC_EDGE_KINDS)
+            cyc = nx.find_cycle(H)
+            kinds_in = sorted({H.edges[u, v]["kind"] for u, v, *_ in cyc})
+            raise OpgraphInputError(path, f"the graph has a cycle through nodes {[u for u, *_ in cyc][:8]} "
+                                          f"(edge kinds {', '.join(kinds_in)}), which must be acyclic")
+
+
+def check_graph_attrs(gr: dict, path: str) -> None:
+    """The graph attributes the analyses need (``events``, ``source``, ``schema_version``,
+    the typed optional ones, a job's tables), or one line naming ``path``."""
     missing = [k for k in ("events", "source", "schema_version") if k not in gr]
     if missing:
         raise OpgraphInputError(path, "not an opgraph graph: graph attribute(s) " + ", ".join(map(repr, missing))
@@ -105,35 +141,6 @@ def check_graph(G: nx.DiGraph, path: str, file_size: int, require_opgraph: bool 
             raise OpgraphInputError(path, f"job 'collectives' table lacks column(s) {', '.join(lack)}")
         if any(not isinstance(r, dict) or "rank" not in r for r in job["ranks"]):
             raise OpgraphInputError(path, "job 'ranks' rows must be objects with a 'rank'")
-    _check_nodes(G, path)
-    if G._node:
-        ids = np.fromiter(G._node, dtype=np.int64, count=len(G._node))
-        bad = (ids < 0) | (ids >= len(ev))
-        if bad.any():
-            raise OpgraphInputError(path, f"node {int(ids[bad][0])} has no row in the event table "
-                                          f"({len(ev)} rows; node ids are event ids)")
-    check_bounds(G, path, file_size)
-    edata = chain.from_iterable(map(dict.values, G._succ.values()))   # every edge's attribute dict, in C
-    ekind_list = list(map(dict.get, edata, repeat("kind")))
-    if not {str}.issuperset(map(type, ekind_list)):
-        u, v, d = next((u, v, d) for u, nbrs in G._succ.items() for v, d in nbrs.items()
-                       if type(d.get("kind")) is not str)
-        if "kind" not in d:
-            raise OpgraphInputError(path, f"edge {u} -> {v}: attribute 'kind' missing")
-        raise OpgraphInputError(path, f"edge {u} -> {v}: 'kind' is {d['kind']!r:.60}, expected a string")
-    # acyclic edge kinds: Kahn's algorithm over int arrays (build's check), networkx only to
-    # name a cycle once one is known to exist
-    if G.number_of_edges():
-        src = np.fromiter(chain.from_iterable(repeat(u, len(nb)) for u, nb in G._succ.items()), dtype=np.int64,
-                          count=len(ekind_list))
-        dst = np.fromiter(chain.from_iterable(G._succ.values()), dtype=np.int64, count=len(ekind_list))
-        keep = ~np.isin(np.asarray(ekind_list, dtype=object), list(CYCLIC_EDGE_KINDS))
-        if has_cycle(src[keep], dst[keep]):
-            H = G.edge_subgraph((u, v) for u, v, d in G.edges(data=True) if d["kind"] not in CYCLIC_EDGE_KINDS)
-            cyc = nx.find_cycle(H)
-            kinds_in = sorted({H.edges[u, v]["kind"] for u, v, *_ in cyc})
-            raise OpgraphInputError(path, f"the graph has a cycle through nodes {[u for u, *_ in cyc][:8]} "
-                                          f"(edge kinds {', '.join(kinds_in)}), which must be acyclic")
 
 
 def _check_nodes(G: nx.DiGraph, path: str) -> None:
@@ -196,4 +203,4 @@ def _check_nodes(G: nx.DiGraph, path: str) -> None:
                                       "(ts + dur must fit int64)")
 
 
-__all__ = ["CYCLIC_EDGE_KINDS", "DIGRAPH_STATE", "check_structure", "check_graph"]
+__all__ = ["CYCLIC_EDGE_KINDS", "DIGRAPH_STATE", "check_structure", "check_graph", "check_graph_attrs"]

@@ -66,6 +66,7 @@ import numpy as np
 import pandas as pd
 
 from opgraph.graph.arrays import GraphArrays
+from opgraph.graph.model import arrays_of
 from opgraph.graph.cycles import kahn_order
 from opgraph.analysis.critical_path import (
     PRIORITY, ROLES, R, BoundaryEdges, boundary_edges, boundary_times, dag_from_edges, edge_categories, pick_critical,
@@ -319,7 +320,7 @@ def build_model(G: nx.DiGraph, arr: GraphArrays | None = None, infer: bool = Tru
     launch-queue back-pressure the trace shows (:func:`_queue_edges`). Paths
     (:func:`critical_dag`) always use the graph's model."""
     t0 = time.perf_counter()
-    a = arr if arr is not None else GraphArrays.from_graph(G)
+    a = arr if arr is not None else arrays_of(G)
     t1 = time.perf_counter()
     n = a.n
     nb = 2 * n

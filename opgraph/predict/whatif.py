@@ -321,10 +321,10 @@ def device_factors(G, target: str, source: str | None = None, arr=None) -> tuple
     known on both devices. Kernels without a model scale by the memory-bandwidth ratio.
     Collective kernels, copies and memsets keep their duration. Raises ``ValueError``
     (unknown device, no source device)."""
-    from opgraph.graph.arrays import GraphArrays
+    from opgraph.graph.model import arrays_of
     from opgraph.analysis.roofline import roofline
 
-    a = arr if arr is not None else GraphArrays.from_graph(G)
+    a = arr if arr is not None else arrays_of(G)
     tgt = roofline(G, device=target)
     src = roofline(G, device=source) if source else roofline(G)
     kt = tgt.kernels.set_index("eid")

@@ -21,10 +21,10 @@ are closed at profiler stop does not decide where a step ends.
 from __future__ import annotations
 
 
-import networkx as nx
 import numpy as np
 
 from opgraph.graph.arrays import GraphArrays
+from opgraph.graph.model import AnyGraph
 from opgraph.analysis.critical_path.engine import (
     KERNEL_GAP_MAX_NS, LAUNCH_CALL_MAX_NS, LAUNCH_LATENCY_MAX_NS, BoundaryDAG, ExtraEdges, RawSegment,
     boundary_dag, boundary_times, dag_from_edges, pick_critical, segments, walk_back,
@@ -129,12 +129,12 @@ def walked_eids(a: GraphArrays, steps: list) -> list[int]:
     return a.eid[seq].tolist() if seq else []
 
 
-def critical_path(G: nx.DiGraph, window: str | None = None, dag: BoundaryDAG | None = None) -> CriticalPathResult:
+def critical_path(G: AnyGraph, window: str | None = None, dag: BoundaryDAG | None = None) -> CriticalPathResult:
     """Critical path per window.
 
     Parameters
     ----------
-    G : networkx.DiGraph
+    G : networkx.DiGraph or TraceGraph
         A graph built by :func:`opgraph.graph.build_graph`.
     window : str, optional
         ``None``: each step (:func:`opgraph.graph.windows.select_windows`: ``ProfilerStep#N``

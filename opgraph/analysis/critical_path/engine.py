@@ -39,10 +39,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import networkx as nx
 import numpy as np
 
 from opgraph.graph.arrays import GraphArrays
+from opgraph.graph.model import AnyGraph, arrays_of
 from opgraph.graph.streams import LATE_START_NS
 from opgraph.analysis.critical_path.model import (
     CAT, PRIORITY, ROLES, R, BoundaryEdges, boundary_edges, edge_categories,
@@ -156,11 +156,11 @@ def dag_from_edges(a: GraphArrays, t: np.ndarray, be: BoundaryEdges, cat: np.nda
     return BoundaryDAG(a, t, cpred, cedge, src, dst, role, cat, own, inf, launch_time, held_by, held_inf)
 
 
-def boundary_dag(G: nx.DiGraph | None, arr: GraphArrays | None = None, extra: ExtraEdges | None = None
+def boundary_dag(G: AnyGraph | None, arr: GraphArrays | None = None, extra: ExtraEdges | None = None
                  ) -> BoundaryDAG:
     """Build the boundary DAG of ``G`` (or of ``arr``) and pick every boundary's critical
     predecessor; ``extra`` edges join the model's own edges before the pick."""
-    a = arr if arr is not None else GraphArrays.from_graph(G)
+    a = arr if arr is not None else arrays_of(G)
     be = boundary_edges(a)
     cat = edge_categories(a, be.role, be.own, be.src)
     return dag_from_edges(a, boundary_times(a), be, cat, extra=extra)

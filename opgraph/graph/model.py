@@ -1,0 +1,181 @@
+"""The columnar trace model: :class:`TraceGraph`, a graph held as the columns opgraph
+builds and saves (docs/model.md), with ``networkx`` as a view made on request.
+
+A ``.gpickle`` written by opgraph holds exactly these columns (the column payload of
+:mod:`opgraph.graph.payload`); :func:`opgraph.graph.io.load_gpickle` with ``model=True``
+gives a :class:`TraceGraph` without making one Python dict per node or edge, and the
+analyses that work on arrays (:class:`~opgraph.graph.arrays.GraphArrays`) take it as they
+take a ``DiGraph``. :meth:`TraceGraph.to_networkx` makes the ``DiGraph`` (once, cached)
+for everything that walks nodes and edges one by one.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+
+from opgraph.graph.arrays import GraphArrays
+from opgraph.graph.payload import PICKLE_MAGIC, graph_to_payload, payload_to_digraph
+
+
+class TraceGraph:
+    """A trace graph in columns: node table, edge table, graph attributes.
+
+    Attributes
+    ----------
+    graph : dict
+        The graph attributes, as ``DiGraph.graph`` holds them: ``events`` (the canonical
+        event table, args included), ``source``, ``trace_metadata``, ``span_ns`` (ns), ...
+    payload : dict
+        The column payload (:mod:`opgraph.graph.payload`): node ids, node columns
+        (``ts``/``dur`` int64 ns; ``kind``/``name``/``pid``/``tid`` as (distinct values,
+        int32 codes)), edge ``src``/``dst`` node ids with their kinds as (distinct kinds,
+        codes), and the attributes of the edges that carry more than a kind.
+
+    Derived structure is computed once and cached on the object: :attr:`arrays` (the
+    analyses' columns, lanes included), :meth:`to_networkx`, :meth:`node_frame`.
+    """
+
+    def __init__(self, payload: dict[str, Any]):
+        if not isinstance(payload, dict) or payload.get("magic") != PICKLE_MAGIC:
+            raise ValueError("not an opgraph column payload")
+        self.payload = payload
+        self.graph: dict[str, Any] = payload["graph"]
+        self._nx: nx.DiGraph | None = None
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_networkx(cls, G: nx.DiGraph) -> "TraceGraph":
+        """The columns of an opgraph-built ``DiGraph`` (ValueError for any other graph)."""
+        payload = graph_to_payload(G)
+        if payload is None:
+            raise ValueError("not an opgraph-built graph: it has no column form")
+        tg = cls(payload)
+        tg._nx = G
+        return tg
+
+    def to_networkx(self) -> nx.DiGraph:
+        """The ``networkx.DiGraph`` of this graph (made on first call, then cached): node
+        ids are event ids with attributes ``kind``, ``name``, ``ts``/``dur`` (ns), ``pid``,
+        ``tid``, ``device``, ``stream``, ``correlation``, ``external_id``, ``args``; edges
+        carry ``kind``."""
+        if self._nx is None:
+            self._nx = payload_to_digraph(self.payload)
+        return self._nx
+
+    def __reduce__(self) -> tuple:
+        # pickles as the DiGraph it stands for (the same bytes a saved DiGraph gives)
+        from opgraph.graph.io import GraphPayload
+
+        return GraphPayload(self.payload).__reduce__()
+
+    # ------------------------------------------------------------------ size
+    def number_of_nodes(self) -> int:
+        return int(len(self.payload["nodes"]))
+
+    def number_of_edges(self) -> int:
+        return int(len(self.payload["src"]))
+
+    def __len__(self) -> int:
+        return self.number_of_nodes()
+
+    def __repr__(self) -> str:
+        return f"<TraceGraph: {self.number_of_nodes():,} nodes, {self.number_of_edges():,} edges>"
+
+    # ------------------------------------------------------------------ columns
+    def column(self, key: str) -> np.ndarray:
+        """Node column ``key`` (one entry per node, in node order): ``ts``/``dur``/``device``/
+        ``stream``/``correlation``/``external_id``/``rank`` as int64 (ns for times),
+        ``kind``/``name``/``pid``/``tid`` as object arrays."""
+        col = self.payload["node_cols"][key]
+        if isinstance(col, tuple):
+            uniq, codes = col
+            return uniq[codes]
+        return col
+
+    @property
+    def node_ids(self) -> np.ndarray:
+        """Node ids (event ids, int64) in node order."""
+        return self.payload["nodes"]
+
+    def edge_kinds(self) -> np.ndarray:
+        """Kind of every edge (object array, aligned with ``payload['src']``/``['dst']``)."""
+        uniq, codes = self.payload["edge_kind"]
+        return uniq[codes]
+
+    @cached_property
+    def arrays(self) -> GraphArrays:
+        """The analyses' columns (:class:`~opgraph.graph.arrays.GraphArrays`), made from the
+        columns directly, equal to ``GraphArrays.from_graph(self.to_networkx())``."""
+        p = self.payload
+        cols = p["node_cols"]
+        src, dst = p["src"], p["dst"]
+        ekind = self.edge_kinds()
+        extra: dict[int, dict] = p["edge_extra"]
+        pos = p["nodes"]
+        if len(src):
+            # a DiGraph iterates its edges by source node (node order), then by insertion
+            n = len(pos)
+            if n and pos.min() >= 0 and pos.max() < 4 * n + 1024:
+                lut = np.full(int(pos.max()) + 1, -1, dtype=np.int64)
+                lut[pos] = np.arange(n)
+                spos = lut[src]
+            else:
+                at = dict(zip(pos.tolist(), range(n)))
+                spos = np.array([at[u] for u in src.tolist()], dtype=np.int64)
+            order = np.argsort(spos, kind="stable")
+            if (order == np.arange(len(order))).all():
+                order = None
+        else:
+            order = None
+        rich = sorted(extra.items())
+        if order is not None:
+            src, dst, ekind = src[order], dst[order], ekind[order]
+            if rich:
+                inv = np.empty(len(order), dtype=np.int64)
+                inv[order] = np.arange(len(order))
+                rich = sorted((int(inv[j]), d) for j, d in rich)
+        return GraphArrays.from_columns(
+            pos, self.column("kind"), self.column("name"), cols["ts"], cols["dur"], self.column("pid"),
+            self.column("tid"), cols["device"], cols["stream"], cols.get("rank"), src, dst, ekind, rich)
+
+    def window_columns(self) -> Any:
+        """The columns window selection reads (:class:`~opgraph.graph.windows.WindowColumns`)."""
+        from opgraph.graph.windows import WindowColumns
+
+        return WindowColumns.from_arrays(self.arrays)
+
+    def node_frame(self) -> pd.DataFrame:
+        """One row per node: ``eid`` and the node columns (times in ns)."""
+        data: dict[str, Any] = {"eid": self.node_ids}
+        for k in self.payload["node_cols"]:
+            data[k] = self.column(k)
+        return pd.DataFrame(data)
+
+    def edge_frame(self) -> pd.DataFrame:
+        """One row per edge: ``src``, ``dst`` (event ids) and ``kind``."""
+        return pd.DataFrame({"src": self.payload["src"], "dst": self.payload["dst"], "kind": self.edge_kinds()})
+
+
+#: What the analyses take: a networkx graph or its columns.
+AnyGraph = nx.DiGraph | TraceGraph
+
+
+def arrays_of(G: "nx.DiGraph | TraceGraph") -> GraphArrays:
+    """The :class:`~opgraph.graph.arrays.GraphArrays` of ``G`` (cached on a
+    :class:`TraceGraph`, extracted from a ``DiGraph``)."""
+    if isinstance(G, TraceGraph):
+        return G.arrays
+    return GraphArrays.from_graph(G)
+
+
+def as_networkx(G: "nx.DiGraph | TraceGraph") -> nx.DiGraph:
+    """``G`` as a ``networkx.DiGraph`` (a :class:`TraceGraph`'s cached view)."""
+    return G.to_networkx() if isinstance(G, TraceGraph) else G
+
+
+__all__ = ["TraceGraph", "AnyGraph", "arrays_of", "as_networkx"]

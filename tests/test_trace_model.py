@@ -1,0 +1,283 @@
+"""The columnar trace model (docs/model.md, "The column form: TraceGraph"): a saved graph
+loaded as columns gives exactly the arrays and the answers the networkx graph gives, on
+every synthesized scenario and every real trace; a hostile column payload is refused with
+one line; a TraceGraph saves to the same file a DiGraph does."""
+
+from __future__ import annotations
+
+import copy
+import json
+import pickle
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import opgraph
+from opgraph.analysis.critical_path import critical_path
+from opgraph.analysis.idle import idle_time
+from opgraph.analysis.launch_stats import launch_stats
+from opgraph.analysis.overlap import comm_overlap
+from opgraph.analysis.queue_length import queue_length
+from opgraph.cli import main
+from opgraph.errors import OpgraphInputError
+from opgraph.graph.arrays import GraphArrays
+from opgraph.graph.io import GraphPayload, GraphPickler, load_any, load_gpickle, save_gpickle
+from opgraph.graph.model import TraceGraph, arrays_of, as_networkx
+from opgraph.graph.payload import graph_to_payload
+from opgraph.testing.synth import SCENARIOS, synthesize, write_scenario
+
+TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
+ANALYSES = (idle_time, critical_path, launch_stats, queue_length, comm_overlap)
+
+
+def _real_traces() -> list[Path]:
+    if not TRACES.is_dir():
+        return []
+    return sorted(p for p in TRACES.glob("*/*") if p.is_file() and p.suffix != ".md")
+
+
+def assert_same_arrays(a: GraphArrays, b: GraphArrays) -> None:
+    for f in ("eid", "ts", "end", "device", "stream", "lane", "rank"):
+        assert np.array_equal(getattr(a, f), getattr(b, f)), f
+    for f in ("kind", "name", "pid", "tid"):
+        x, y = getattr(a, f).tolist(), getattr(b, f).tolist()
+        assert len(x) == len(y) and all(u == v or (u != u and v != v) for u, v in zip(x, y)), f
+    assert a.edges.keys() == b.edges.keys()
+    for k in a.edges:
+        assert np.array_equal(a.edges[k][0], b.edges[k][0]) and np.array_equal(a.edges[k][1], b.edges[k][1]), k
+    ea, eb = a.edge_attrs or {}, b.edge_attrs or {}
+    assert {k: sorted(v) for k, v in ea.items()} == {k: sorted(v) for k, v in eb.items()}
+    for k in ea:
+        for nm in ea[k]:
+            assert np.array_equal(ea[k][nm], eb[k][nm]), (k, nm)
+    assert a.pos_of == b.pos_of
+
+
+def assert_same_answers(G: nx.DiGraph, T: TraceGraph, what: str) -> None:
+    for fn in ANALYSES:
+        def doc(g):
+            try:
+                return json.dumps(fn(g).to_dict(), sort_keys=True, default=str)
+            except Exception as e:  # the same refusal either way counts as the same answer
+                return f"{type(e).__name__}: {e}"
+        assert doc(G) == doc(T), (what, fn.__name__)
+
+
+def _saved_pair(src: Path, tmp: Path) -> tuple[nx.DiGraph, TraceGraph]:
+    """The graph of ``src`` loaded both ways from one saved ``.gpickle``."""
+    out = tmp / "g.gpickle"
+    save_gpickle(load_any(src), out)
+    G = load_gpickle(out, require_opgraph=True)
+    T = load_gpickle(out, require_opgraph=True, model=True)
+    assert isinstance(T, TraceGraph) and type(G) is nx.DiGraph
+    return G, T
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_columns_give_the_same_arrays_and_answers_on_every_scenario(tmp_path: Path, scenario: str) -> None:
+    trace = write_scenario(synthesize(scenario, steps=3), tmp_path)
+    G, T = _saved_pair(trace, tmp_path)
+    assert_same_arrays(GraphArrays.from_graph(G), T.arrays)
+    assert_same_answers(G, T, scenario)
+    # built straight from the raw trace in column form: the same again
+    R = load_any(trace, model=True)
+    assert isinstance(R, TraceGraph)
+    assert_same_arrays(GraphArrays.from_graph(G), R.arrays)
+
+
+@pytest.mark.skipif(not TRACES.is_dir(), reason="../shared/traces is absent")
+@pytest.mark.parametrize("trace", _real_traces(), ids=lambda p: p.name)
+def test_columns_give_the_same_arrays_and_answers_on_real_traces(tmp_path: Path, trace: Path) -> None:
+    try:
+        G0 = load_any(trace)
+    except OpgraphInputError:
+        pytest.skip("not a trace opgraph builds alone (an ET that pairs with a Kineto trace)")
+    G, T = _saved_pair(trace, tmp_path)
+    assert G.number_of_nodes() == G0.number_of_nodes() == T.number_of_nodes()
+    assert G.number_of_edges() == T.number_of_edges()
+    assert_same_arrays(GraphArrays.from_graph(G), T.arrays)
+    assert_same_answers(G, T, trace.name)
+
+
+def test_networkx_view_and_save_round_trip(tmp_path: Path) -> None:
+    trace = opgraph.example_trace("gpu_bound", tmp_path)
+    T = load_any(trace, model=True)
+    G = load_any(trace)
+    H = T.to_networkx()
+    assert T.to_networkx() is H and as_networkx(T) is H and as_networkx(G) is G
+    assert dict(H.nodes(data=True)).keys() == dict(G.nodes(data=True)).keys()
+    assert all(H.nodes[n] == d for n, d in G.nodes(data=True))
+    assert {(u, v): d for u, v, d in H.edges(data=True)} == {(u, v): d for u, v, d in G.edges(data=True)}
+    # a TraceGraph pickles as the DiGraph it stands for (a plain unpickler gives the DiGraph)
+    a, b = tmp_path / "a.gpickle", tmp_path / "b.gpickle"
+    save_gpickle(T, a)
+    save_gpickle(G, b)
+    A, B = load_gpickle(a, require_opgraph=True), load_gpickle(b, require_opgraph=True)
+    assert type(pickle.loads(a.read_bytes())) is nx.DiGraph
+    assert dict(A.nodes(data=True)) == dict(B.nodes(data=True))
+    assert {(u, v): d for u, v, d in A.edges(data=True)} == {(u, v): d for u, v, d in B.edges(data=True)}
+    assert A.graph.keys() == B.graph.keys()
+    assert arrays_of(T) is T.arrays
+    f = T.node_frame()
+    assert len(f) == G.number_of_nodes() and {"eid", "kind", "ts", "dur"} <= set(f.columns)
+    e = T.edge_frame()
+    assert len(e) == G.number_of_edges() and set(e["kind"]) == {d["kind"] for *_, d in G.edges(data=True)}
+    R = TraceGraph.from_networkx(G)
+    assert R.to_networkx() is G and R.number_of_edges() == G.number_of_edges()
+    with pytest.raises(ValueError):
+        TraceGraph.from_networkx(nx.path_graph(3, create_using=nx.DiGraph))
+
+
+def test_commands_read_the_columns_and_print_the_same(tmp_path: Path) -> None:
+    """idle / critical-path / launch-stats / queue-length / overlap on a saved graph
+    print what the networkx graph's analyses give."""
+    trace = opgraph.example_trace("cpu_bound", tmp_path)
+    g = tmp_path / "g.gpickle"
+    runner = CliRunner()
+    assert runner.invoke(main, ["build", str(trace), "-o", str(g)]).exit_code == 0
+    G = load_gpickle(g, require_opgraph=True)
+    for cmd, fn in (("idle", idle_time), ("critical-path", critical_path), ("launch-stats", launch_stats),
+                    ("queue", queue_length), ("overlap", comm_overlap)):
+        res = runner.invoke(main, [cmd, str(g), "--json"], catch_exceptions=False)
+        assert res.exit_code == 0, res.output
+        got = json.loads(res.output)
+        want = json.loads(json.dumps(fn(G).to_dict(), default=str))
+        if cmd == "idle":
+            got.pop("blame", None), want.pop("blame", None)  # --top trims the CLI's blame list
+        for k in want:
+            if k in got:
+                assert got[k] == want[k], (cmd, k)
+
+
+# --------------------------------------------------------------------------- hostile payloads
+@pytest.fixture(scope="module")
+def payload(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    d = tmp_path_factory.mktemp("payload")
+    G = load_any(opgraph.example_trace("gpu_bound", d))
+    p = graph_to_payload(G)
+    assert p is not None
+    return p
+
+
+def _edit_kind_code(p: dict) -> None:
+    u, c = p["node_cols"]["kind"]
+    c = c.copy()
+    c[3] = len(u) + 5
+    p["node_cols"]["kind"] = (u, c)
+
+
+def _edit_unknown_kind(p: dict) -> None:
+    u, c = p["node_cols"]["kind"]
+    p["node_cols"]["kind"] = (np.array(["bogus"] + u.tolist()[1:], dtype=object), c)
+
+
+def _edit_float_ts(p: dict) -> None:
+    p["node_cols"]["ts"] = p["node_cols"]["ts"].astype(float)
+
+
+def _edit_short_dur(p: dict) -> None:
+    p["node_cols"]["dur"] = p["node_cols"]["dur"][:-1]
+
+
+def _edit_huge_dur(p: dict) -> None:
+    d = p["node_cols"]["dur"].copy()
+    d[0] = np.iinfo(np.int64).max
+    p["node_cols"]["dur"] = d
+
+
+def _edit_dangling_edge(p: dict) -> None:
+    s = p["dst"].copy()
+    s[0] = 10**9
+    p["dst"] = s
+
+
+def _edit_cycle(p: dict) -> None:
+    ku, kc = p["edge_kind"]
+    j = int(np.flatnonzero(ku[kc] == "nest")[0])
+    p["src"] = np.append(p["src"], p["dst"][j])
+    p["dst"] = np.append(p["dst"], p["src"][j])
+    p["edge_kind"] = (ku, np.append(kc, kc[j]))
+
+
+def _edit_duplicate_pair(p: dict) -> None:
+    ku, kc = p["edge_kind"]
+    p["src"] = np.append(p["src"], p["src"][0])
+    p["dst"] = np.append(p["dst"], p["dst"][0])
+    p["edge_kind"] = (ku, np.append(kc, kc[0]))
+
+
+def _edit_id_without_event(p: dict) -> None:
+    n = p["nodes"].copy()
+    n[-1] = 10**9
+    p["nodes"] = n
+
+
+def _edit_duplicate_id(p: dict) -> None:
+    n = p["nodes"].copy()
+    n[1] = n[0]
+    p["nodes"] = n
+
+
+def _edit_missing_column(p: dict) -> None:
+    del p["node_cols"]["stream"]
+
+
+def _edit_extra_bomb(p: dict) -> None:
+    x: list = []
+    for _ in range(40):
+        x = [x, x]
+    p["edge_extra"] = {0: {"b": x}}
+
+
+def _edit_extra_index(p: dict) -> None:
+    p["edge_extra"] = {10**9: {"inferred": True}}
+
+
+def _edit_graph_not_dict(p: dict) -> None:
+    p["graph"] = ["events"]
+
+
+def _edit_name_object(p: dict) -> None:
+    u, c = p["node_cols"]["name"]
+    u = u.copy()
+    u[int(c[0])] = {"a": 1}
+    p["node_cols"]["name"] = (u, c)
+
+
+HOSTILE = {
+    "kind code out of range": (_edit_kind_code, "codes out of range"),
+    "unknown kind": (_edit_unknown_kind, "expected one of the event kinds"),
+    "float times": (_edit_float_ts, "int64 array"),
+    "short column": (_edit_short_dur, "int64 array"),
+    "duration past int64": (_edit_huge_dur, "must fit int64"),
+    "dangling edge": (_edit_dangling_edge, "not a node of the graph"),
+    "cycle": (_edit_cycle, "cycle"),
+    "pair linked twice": (_edit_duplicate_pair, "linked twice"),
+    "id without event row": (_edit_id_without_event, "no row in the event table"),
+    "id listed twice": (_edit_duplicate_id, "listed twice"),
+    "missing column": (_edit_missing_column, "node columns"),
+    "bomb in edge attributes": (_edit_extra_bomb, "deep"),
+    "edge attributes of no edge": (_edit_extra_index, "does not exist"),
+    "graph attributes not a dict": (_edit_graph_not_dict, "not a dict"),
+    "name that is an object": (_edit_name_object, "expected a string"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_hostile_column_payload_is_one_line(tmp_path: Path, payload: dict, case: str) -> None:
+    edit, words = HOSTILE[case]
+    p = copy.deepcopy(payload)
+    edit(p)
+    path = tmp_path / "bad.gpickle"
+    with open(path, "wb") as fh:
+        GraphPickler(fh, protocol=5).dump(GraphPayload(p))
+    with pytest.raises(OpgraphInputError, match=words):
+        load_gpickle(path, require_opgraph=True, model=True)
+    for cmd in ("idle", "critical-path", "launch-stats"):
+        res = CliRunner().invoke(main, [cmd, str(path)], catch_exceptions=False)
+        lines = [ln for ln in res.output.splitlines() if ln.strip()]
+        assert res.exit_code == 2 and len(lines) == 1, (case, cmd, res.output)
+        assert str(path) in lines[0] and "internal error" not in lines[0] and words in lines[0], lines[0]
