@@ -281,3 +281,33 @@ def test_hostile_column_payload_is_one_line(tmp_path: Path, payload: dict, case:
         lines = [ln for ln in res.output.splitlines() if ln.strip()]
         assert res.exit_code == 2 and len(lines) == 1, (case, cmd, res.output)
         assert str(path) in lines[0] and "internal error" not in lines[0] and words in lines[0], lines[0]
+
+
+def test_cycle_check_agrees_with_kahn_on_random_graphs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The C strongly-connected-components check (large edge sets) and Kahn's algorithm
+    agree on random graphs with and without cycles (self-loops included)."""
+    import opgraph.graph.cycles as cycles
+
+    rng = np.random.default_rng(7)
+    seen = set()
+    for trial in range(150):
+        n = int(rng.integers(2, 3000))
+        m = int(rng.integers(1, 4000))
+        s, d = rng.integers(0, n, m), rng.integers(0, n, m)
+        if trial % 2 == 0:  # oriented by id: a DAG
+            lo, hi = np.minimum(s, d), np.maximum(s, d)
+            keep = lo != hi
+            s, d = lo[keep], hi[keep]
+        nodes, inv = np.unique(np.concatenate([s, d]), return_inverse=True)
+        want = len(cycles.kahn_order(len(nodes), inv[:len(s)], inv[len(s):])) < len(nodes)
+        monkeypatch.setattr(cycles, "SCC_MIN_EDGES", 0)
+        assert cycles.has_cycle(s, d) == want, trial
+        monkeypatch.setattr(cycles, "SCC_MIN_EDGES", 10**9)
+        assert cycles.has_cycle(s, d) == want, trial
+        seen.add(want)
+    assert seen == {True, False}
+    # sparse ids (renumbered before the SCC pass) and a lone self-loop
+    monkeypatch.setattr(cycles, "SCC_MIN_EDGES", 0)
+    assert cycles.has_cycle(np.array([10**12, 5]), np.array([5, 10**12]))
+    assert not cycles.has_cycle(np.array([10**12, 5]), np.array([5, 7]))
+    assert cycles.has_cycle(np.array([3]), np.array([3]))

@@ -387,8 +387,9 @@ def idle_time(G: AnyGraph, kernel_wait_us: float = 30.0, arr: GraphArrays | None
             streams.append(StreamIdle(int(dev), int(stv), sspan, sbusy, sspan - sbusy, int(glen[host].sum()),
                                       int(glen[kern].sum()), int(glen[~host & ~kern].sum())))
             st_parts.append((si, 0, 0, sg0, sg1, ssp, slate, (0, 0, 0)))
-    blame, gap_drain = _blame(a, dev_gaps, is_sync, n_dev_gaps, collect=True)
-    _, st_drain = _blame(a, stream_gaps, is_sync, len(streams), collect=False)
+    seg_cache: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # per lane, shared by both passes
+    blame, gap_drain = _blame(a, dev_gaps, is_sync, n_dev_gaps, collect=True, seg_cache=seg_cache)
+    _, st_drain = _blame(a, stream_gaps, is_sync, len(streams), collect=False, seg_cache=seg_cache)
     gap_rows: list[pd.DataFrame] = []
     for di, g0, g1, ender, sp, base in dev_parts:
         d = devices[di]
@@ -439,11 +440,13 @@ def _lane_name(a: GraphArrays, p: int) -> str:
 
 
 def _blame(a: GraphArrays, gaps: list[tuple[int, int, int, int]], is_sync: np.ndarray, n_groups: int,
-           collect: bool = True) -> tuple[pd.DataFrame, np.ndarray]:
+           collect: bool = True, seg_cache: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
+           ) -> tuple[pd.DataFrame, np.ndarray]:
     """Split the host-late parts ``(g0, g1, launcher, group)`` of gaps over the innermost
     events of each launching thread: time whose innermost event is a synchronizing call is
     the group's sync drain (returned per group), the rest is the CPU-induced idle, blamed
-    per event (a DataFrame, when ``collect``)."""
+    per event (a DataFrame, when ``collect``). ``seg_cache``: each lane's thread segments,
+    kept across calls."""
     cols = ["eid", "kind", "name", "top_eid", "top_kind", "top_name", "blame_ns"]
     drain = np.zeros(n_groups, dtype=np.int64)
     empty = pd.DataFrame({c: pd.Series(dtype=object if "name" in c or "kind" in c else np.int64) for c in cols})
@@ -452,11 +455,12 @@ def _blame(a: GraphArrays, gaps: list[tuple[int, int, int, int]], is_sync: np.nd
     g = np.array(gaps, dtype=np.int64)
     lane_of_gap = a.lane[g[:, 2]]
     host = np.flatnonzero(a.is_host)
-    top = _top_ancestor(a)
+    cache = seg_cache if seg_cache is not None else {}
     acc: dict[int, int] = {}
     for lane in np.unique(lane_of_gap).tolist():
-        members = host[a.lane[host] == lane]
-        s, e, o = _thread_segments(a, members)
+        if lane not in cache:
+            cache[lane] = _thread_segments(a, host[a.lane[host] == lane])
+        s, e, o = cache[lane]
         gl = g[lane_of_gap == lane]
         first = np.searchsorted(e, gl[:, 0], side="right")  # first segment ending after g0
         for (g0, g1, _, grp), k in zip(gl.tolist(), first.tolist()):
@@ -471,6 +475,7 @@ def _blame(a: GraphArrays, gaps: list[tuple[int, int, int, int]], is_sync: np.nd
                 k += 1
     if not collect or not acc:
         return empty, drain
+    top = _top_ancestor(a)
     keys = np.array(list(acc), dtype=np.int64)
     vals = np.array(list(acc.values()), dtype=np.int64)
     real = keys >= 0

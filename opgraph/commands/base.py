@@ -95,12 +95,13 @@ def load_input(path: str, fmt: str | None = None, label: str = "loading", job_ok
         raise OpgraphInputError(path, f"--rank {rank}: {e.args[0]} (kept in full: {format_rank_set(full)})") from None
 
 
-def emit_result(input: str, tables: dict[str, Any], files: TableFiles | None, as_json: bool,
-                doc: Callable[[], Any], schema: str, render: Callable[[], None]) -> None:
+def emit_result(input: str, tables: "dict[str, Any] | Callable[[], dict[str, Any]]", files: TableFiles | None,
+                as_json: bool, doc: Callable[[], Any], schema: str, render: Callable[[], None]) -> None:
     """The output of a table command: its table files when asked (``files``), then its
-    JSON (``doc()``, validated against ``schema``) or, when neither was asked, ``render()``."""
+    JSON (``doc()``, validated against ``schema``) or, when neither was asked, ``render()``.
+    ``tables`` may be a function giving them: it is called only when files are asked."""
     if files is not None:
-        write_frames(tables, files, input)
+        write_frames(tables() if callable(tables) else tables, files, input)
     if as_json:
         emit_json(doc(), schema)
     elif files is None:

@@ -34,5 +34,5 @@ def collectives_cmd(input: str, as_json: bool, csv_dir: TableFiles | None, rank:
                     lambda: render_job_collectives(jres.collectives, console()))
         return
     res = collectives(G)
-    emit_result(input, res.tables(), csv_dir, as_json, res.to_dict, "collectives.schema.json",
+    emit_result(input, res.tables, csv_dir, as_json, res.to_dict, "collectives.schema.json",
                 lambda: render_collectives(res.to_frame(), console()))

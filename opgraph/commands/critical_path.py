@@ -42,7 +42,7 @@ def _crossrank(G, input: str, window: str | None, ranks: str | None, as_json: bo
     except ValueError as e:
         raise OpgraphInputError(input, f"--ranks {ranks or 'all'}: {e}") from None
     from opgraph.export.text_crossrank import render_crossrank_path
-    emit_result(input, res.tables(), files, as_json, lambda: res.to_dict(with_path=not no_path),
+    emit_result(input, res.tables, files, as_json, lambda: res.to_dict(with_path=not no_path),
                 "critical-path.schema.json", lambda: render_crossrank_path(res, console(), top=top))
 
 
@@ -79,7 +79,7 @@ def critical_path_cmd(input: str, window: str | None, as_json: bool, no_path: bo
     with window_errors(input, "--window"):
         res = critical_path(G, window=window)
     from opgraph.export.text import render_critical_path
-    emit_result(input, res.tables(), csv_dir, as_json, lambda: res.to_dict(with_path=not no_path),
+    emit_result(input, res.tables, csv_dir, as_json, lambda: res.to_dict(with_path=not no_path),
                 "critical-path.schema.json", lambda: render_critical_path(res, console(), top=top))
 
 
@@ -105,5 +105,5 @@ def idle_cmd(input: str, kernel_wait_us: float, top: int, as_json: bool, csv_dir
         return
     G = load_input(input, rank=rank, model=True)
     res = idle_time(G, kernel_wait_us=kernel_wait_us)
-    emit_result(input, res.tables(), csv_dir, as_json, lambda: res.to_dict(top=top), "idle.schema.json",
+    emit_result(input, res.tables, csv_dir, as_json, lambda: res.to_dict(top=top), "idle.schema.json",
                 lambda: render_idle(res, console(), top=top))

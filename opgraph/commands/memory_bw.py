@@ -30,5 +30,5 @@ def memory_bw_cmd(input: str, as_json: bool, csv_dir: TableFiles | None, rank: i
                          lambda res, con: render_memory_bw(res.to_frame(), con), workers, scheduler, rank)
         return
     res = memory_bandwidth(load_input(input, rank=rank))
-    emit_result(input, res.tables(), csv_dir, as_json, res.to_dict, "memory-bw.schema.json",
+    emit_result(input, res.tables, csv_dir, as_json, res.to_dict, "memory-bw.schema.json",
                 lambda: render_memory_bw(res.to_frame(), console()))

@@ -35,5 +35,5 @@ def memory_cmd(input: str, window: str | None, top: int, with_series: bool, as_j
     check_window(G, input, window)
     with window_errors(input, "--window"):
         res = memory_timeline(G, window)
-    emit_result(input, res.tables(), csv_dir, as_json, lambda: res.to_dict(series=with_series),
+    emit_result(input, res.tables, csv_dir, as_json, lambda: res.to_dict(series=with_series),
                 "memory-timeline.schema.json", lambda: render_memory_timeline(res, console(), top))

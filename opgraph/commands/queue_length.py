@@ -32,5 +32,5 @@ def queue_cmd(input: str, limit: int, as_json: bool, csv_dir: TableFiles | None,
                          lambda res, con: render_queue_length(res.to_frame(), con), workers, scheduler, rank)
         return
     res = queue_length(load_input(input, rank=rank, model=True), limit)
-    emit_result(input, res.tables(), csv_dir, as_json, res.to_dict, "queue-length.schema.json",
+    emit_result(input, res.tables, csv_dir, as_json, res.to_dict, "queue-length.schema.json",
                 lambda: render_queue_length(res.to_frame(), console()))

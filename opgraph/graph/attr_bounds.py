@@ -98,36 +98,43 @@ _ALLOWED_TYPES = _SCALAR_TYPES | _CONTAINER_TYPES
 
 def _level_walk(objs: list[Any], budget: int) -> int | None:
     """Items reached walking ``objs`` as JSON would, level by level with C-level scans
-    (``map``/``chain``): shared references count each time (a bomb grows level by level
-    and is stopped by ``budget`` before it is materialised). None when a level holds a
+    (``map``/``chain``/``set``): shared references count each time (a bomb grows level by
+    level and is stopped by ``budget`` before it is materialised). None when a level holds a
     type that is not JSON-like, is deeper than :data:`MAX_ATTR_DEPTH`, or the count passes
     ``budget``: the caller then finds the culprit with the per-object walk."""
     total = len(objs)
-    if not _ALLOWED_TYPES.issuperset(map(type, objs)):
-        return None
-    level = [o for o in objs if type(o) in _CONTAINER_TYPES]
+    types = set(map(type, objs))
+    items: list[Any] = objs
     depth = 0
-    while level:
+    while True:
+        if not _ALLOWED_TYPES.issuperset(types):
+            return None
+        ctypes = types & _CONTAINER_TYPES
+        if not ctypes:
+            return total
+        # the containers of this level (the whole list when it holds nothing else)
+        level = items if types == ctypes else [o for o in items if type(o) in _CONTAINER_TYPES]
         depth += 1
         if depth > MAX_ATTR_DEPTH:
             return None
         total += sum(map(len, level))
         if total > budget:
             return None
-        dicts = [o for o in level if type(o) is dict]
-        seqs = [o for o in level if type(o) is not dict]
-        items = list(chain(chain.from_iterable(map(dict.values, dicts)), chain.from_iterable(seqs)))
-        if not _ALLOWED_TYPES.issuperset(map(type, items)):
-            return None
-        level = [o for o in items if type(o) in _CONTAINER_TYPES]
-    return total
+        if ctypes == {dict}:
+            items = list(chain.from_iterable(map(dict.values, level)))
+        else:
+            dicts = [o for o in level if type(o) is dict]
+            seqs = [o for o in level if type(o) is not dict]
+            items = list(chain(chain.from_iterable(map(dict.values, dicts)), chain.from_iterable(seqs)))
+        types = set(map(type, items))
 
 
 class BoundsBudget:
     """What a bounds check has used of its budget (items once written out), and the
-    objects it has walked (shared by the checks of one loaded graph)."""
+    objects it has walked when ``track`` (shared by the checks of one loaded graph)."""
 
-    def __init__(self, file_size: int):
+    def __init__(self, file_size: int, track: bool = True):
+        self.track = track
         self.budget = 64 * int(file_size) + 2**22
         self.used = 0
         self.memo: dict[int, tuple[int, int]] = {}
@@ -140,13 +147,15 @@ class BoundsBudget:
             self.used += _check_attrs(path, what, zip(ids, vals), self.budget - self.used, self.memo, event=True)
         else:
             self.used += got
-        self.seen.update(map(id, vals))
+        if self.track:
+            self.seen.update(map(id, vals))
 
 
-def check_table_bounds(gr: dict, path: str, file_size: int) -> BoundsBudget:
+def check_table_bounds(gr: dict, path: str, file_size: int, track: bool = True) -> BoundsBudget:
     """Bounds of the graph attributes ``gr`` and of the event table's ``args``/``extra``
-    columns; returns the budget for the checks that follow (node or edge attributes)."""
-    b = BoundsBudget(file_size)
+    columns; returns the budget for the checks that follow (node or edge attributes).
+    ``track``: remember the objects walked (to skip them when node attributes share them)."""
+    b = BoundsBudget(file_size, track)
     b.used = _check_attrs(path, "graph attributes", ((k, v) for k, v in gr.items() if k != "events"),
                           b.budget, b.memo)
     ev = gr.get("events")

@@ -46,11 +46,33 @@ def kahn_order(n: int, src: np.ndarray, dst: np.ndarray, key: np.ndarray | None 
     return order
 
 
+#: Edge count from which :func:`has_cycle` uses scipy's strongly connected components (C)
+#: instead of :func:`kahn_order` (Python); below it the import costs more than it saves.
+SCC_MIN_EDGES = 50_000
+
+
 def has_cycle(src: np.ndarray, dst: np.ndarray) -> bool:
-    """Whether the edges ``src -> dst`` (node ids) contain a directed cycle
-    (:func:`kahn_order`; no networkx graph is built)."""
+    """Whether the edges ``src -> dst`` (node ids, >= 0) contain a directed cycle (no
+    networkx graph is built): a self-loop, or a strongly connected component of more than
+    one node (``scipy.sparse.csgraph``, linear time in C) for large edge sets, else
+    :func:`kahn_order`."""
     if not len(src):
         return False
+    if (src == dst).any():
+        return True
+    if len(src) >= SCC_MIN_EDGES:
+        from scipy.sparse import csr_matrix
+        from scipy.sparse.csgraph import connected_components
+
+        hi = int(max(src.max(), dst.max())) + 1
+        if hi <= 4 * len(src) + 1024:   # dense ids: no renumbering
+            n, s, d = hi, src, dst
+        else:
+            nodes, inv = np.unique(np.concatenate([src, dst]), return_inverse=True)
+            n, s, d = len(nodes), inv[:len(src)], inv[len(src):]
+        A = csr_matrix((np.ones(len(s), dtype=np.int8), (s, d)), shape=(n, n))
+        k, _ = connected_components(A, directed=True, connection="strong")
+        return k < n
     nodes, inv = np.unique(np.concatenate([src, dst]), return_inverse=True)
     return len(kahn_order(len(nodes), inv[:len(src)], inv[len(src):])) < len(nodes)
 
@@ -131,4 +153,4 @@ def break_cycles(ts: np.ndarray, src: np.ndarray, dst: np.ndarray, kcode: np.nda
     return src[keep], dst[keep], kcode[keep], extra
 
 
-__all__ = ["MAX_CYCLE_BREAKS", "has_cycle", "break_cycles"]
+__all__ = ["MAX_CYCLE_BREAKS", "SCC_MIN_EDGES", "kahn_order", "has_cycle", "break_cycles"]

@@ -84,12 +84,14 @@ def check_columns(payload: Any, path: str, file_size: int) -> None:
                                               "event kinds")
             raise OpgraphInputError(path, f"node {node}: {k!r} is {vals[bad[0]]!r:.60}, expected {what}")
     if n:
-        if len(np.unique(ids)) != n:
-            raise OpgraphInputError(path, "corrupt graph columns: a node id is listed twice")
         bad = (ids < 0) | (ids >= len(ev))
         if bad.any():
             raise OpgraphInputError(path, f"node {int(ids[bad][0])} has no row in the event table "
                                           f"({len(ev)} rows; node ids are event ids)")
+        mark = np.zeros(len(ev), dtype=bool)
+        mark[ids] = True
+        if int(np.count_nonzero(mark)) != n:
+            raise OpgraphInputError(path, "corrupt graph columns: a node id is listed twice")
         ts, du = cols["ts"], cols["dur"]
         hi = np.iinfo(np.int64).max
         bad = (du < -1) | (du > hi - np.maximum(ts, 0))
@@ -97,7 +99,7 @@ def check_columns(payload: Any, path: str, file_size: int) -> None:
             i = int(np.flatnonzero(bad)[0])
             raise OpgraphInputError(path, f"node {int(ids[i])}: ts {int(ts[i])} / dur {int(du[i])} ns out of range "
                                           "(ts + dur must fit int64)")
-    b = check_table_bounds(gr, path, file_size)
+    b = check_table_bounds(gr, path, file_size, track=False)
     src = _int_array(payload.get("src"), None, "the edge sources", path)
     dst = _int_array(payload.get("dst"), len(src), "the edge targets", path)
     ku, kc = _coded(payload.get("edge_kind"), len(src), "the edge kinds", path)

@@ -63,33 +63,36 @@ def path_segments(d: BoundaryDAG, raw: list[RawSegment]) -> list[PathSegment]:
     """:class:`PathSegment` objects (eids, names, lanes) of engine segments."""
     a = d.arr
     out: list[PathSegment] = []
+    if not raw:
+        return out
     lane_pos: dict[int, int] = {}
     for r in raw:
         lane_pos.setdefault(r.lane, r.owner if r.owner >= 0 else (r.dst if r.dst >= 0 else r.src))
     labels = {ln: lane_label(a, p) for ln, p in lane_pos.items()}  # once per lane
-    for r in raw:
+    # the segments' nodes gathered with one numpy take per column
+    pos = np.array([(r.owner, r.src, r.dst) for r in raw], dtype=np.int64)
+    ok = pos >= 0
+    safe = np.where(ok, pos, 0)
+    eid = np.where(ok, a.eid[safe], -1).tolist()
+    kind = a.kind[safe[:, 0]].tolist()
+    name = a.name[safe].tolist()
+    for i, r in enumerate(raw):
         edge = ROLES[r.role] if r.role >= 0 else ("collective" if r.role == -1 and r.src >= 0 else "")
         if r.src < 0 and r.role < 0:
             edge = "none"
         lane = labels[r.lane]
-        fe = int(a.eid[r.src]) if r.src >= 0 else None
-        te = int(a.eid[r.dst]) if r.dst >= 0 else None
+        e_o, e_s, e_d = eid[i]
+        fe = e_s if r.src >= 0 else None
+        te = e_d if r.dst >= 0 else None
         if r.owner >= 0:
-            out.append(PathSegment(int(a.eid[r.owner]), str(a.kind[r.owner]), str(a.name[r.owner]), r.t0, r.t1,
+            out.append(PathSegment(e_o, str(kind[i]), str(name[i][0]), r.t0, r.t1,
                                    CATEGORIES[r.cat], lane, fe, te, r.inferred, edge))
         else:
-            nm = _between_name(a, r)
+            nm_s = str(name[i][1]) if r.src >= 0 else "window start"
+            nm_d = str(name[i][2]) if r.dst >= 0 else "window start"
+            nm = f"(nothing recorded) -> {nm_d}" if r.src < 0 else f"{nm_s} -> {nm_d}"
             out.append(PathSegment(None, "between", nm, r.t0, r.t1, CATEGORIES[r.cat], lane, fe, te, r.inferred, edge))
     return out
-
-
-def _between_name(a: GraphArrays, r: RawSegment) -> str:
-    """A name for a stretch between events: ``"<from> -> <to>"`` (or what follows it)."""
-    def nm(p: int) -> str:
-        return str(a.name[p]) if p >= 0 else "window start"
-    if r.src < 0:
-        return f"(nothing recorded) -> {nm(r.dst)}"
-    return f"{nm(r.src)} -> {nm(r.dst)}"
 
 
 def window_sinks(d: BoundaryDAG, wins: list[Window]) -> list[tuple[int, int]]:

@@ -230,51 +230,62 @@ def segments(d: BoundaryDAG, steps: list[Step]) -> list[RawSegment]:
                 return
         out.append(RawSegment(owner, cat, t0, t1, s, x, lane, role, inf))
 
-    for e, u, b, t0, t1 in steps:
+    if not steps:
+        return out
+    # gather every per-step value with one numpy take each, then loop over plain ints
+    st = np.array(steps, dtype=np.int64)
+    E, U, B = st[:, 0], st[:, 1], st[:, 2]
+    X = B // 2
+    S = np.where(U >= 0, U // 2, 0)
+    Ec = np.maximum(E, 0)
+    lane = a.lane
+    role_l = np.where(E >= 0, d.role[Ec], -1).tolist()
+    cat_l = d.cat[Ec].tolist()
+    own_a = d.own[Ec]
+    own_l = own_a.tolist()
+    inf_l = d.inferred[Ec].astype(bool).tolist()
+    lane_x = lane[X].tolist()
+    lane_s = lane[S].tolist()
+    lane_own = lane[np.where(own_a >= 0, own_a, X)].tolist()
+    end_s = a.end[S].tolist()
+    ts_s = a.ts[S].tolist()
+    if d.held_by is not None:
+        hb = d.held_by[X]
+        held_l = (hb >= 0).tolist()
+        hsrc_l = np.where(hb >= 0, hb, S).tolist()
+        hinf_l = (d.held_inferred[X].astype(bool) if d.held_inferred is not None else np.zeros(len(X), bool)).tolist()
+        has_hinf = d.held_inferred is not None
+    else:
+        held_l = [False] * len(X)
+        hsrc_l = S.tolist()
+        hinf_l = [False] * len(X)
+        has_hinf = False
+    untraced, launch_oh, kgap, dwait = CAT["untraced"], CAT["launch_overhead"], CAT["kernel_gap"], CAT["device_wait"]
+    r_launch, r_stream = R["launch"], R["stream"]
+    for i, (e, u, b, t0, t1) in enumerate(steps):
         x = b // 2
         if e < 0:
-            put(-1, CAT["untraced"], t0, t1, -1, x, int(a.lane[x]), -1, False)
+            put(-1, untraced, t0, t1, -1, x, lane_x[i], -1, False)
             continue
         s = u // 2
-        role = int(d.role[e])
-        cat = int(d.cat[e])
-        own = int(d.own[e])
-        inf = bool(d.inferred[e])
-        if role == R["launch"]:
-            c_end = min(t1, max(t0, int(a.end[s])))
-            busy_end = min(c_end, int(a.ts[s]) + LAUNCH_CALL_MAX_NS)
-            put(s, CAT["launch_overhead"], t0, max(t0, busy_end), s, x, int(a.lane[s]), role, inf)
-            put(s, CAT["untraced"], max(t0, busy_end), c_end, s, x, int(a.lane[s]), role, inf)
-            lat_end = min(t1, c_end + LAUNCH_LATENCY_MAX_NS)
-            put(-1, CAT["launch_overhead"], c_end, lat_end, s, x, int(a.lane[x]), role, inf)
-            put(*_held(d, x, s), lat_end, t1, *_held_src(d, x, s), x, int(a.lane[x]), role, _held_inf(d, x, inf))
+        role = role_l[i]
+        inf = inf_l[i]
+        if role == r_launch or role == r_stream:
+            held = held_l[i]
+            h_cat = dwait if held else untraced
+            h_inf = (hinf_l[i] or inf) if (held and has_hinf) else inf
+            if role == r_launch:
+                c_end = min(t1, max(t0, end_s[i]))
+                busy_end = min(c_end, ts_s[i] + LAUNCH_CALL_MAX_NS)
+                put(s, launch_oh, t0, max(t0, busy_end), s, x, lane_s[i], role, inf)
+                put(s, untraced, max(t0, busy_end), c_end, s, x, lane_s[i], role, inf)
+                lat_end = min(t1, c_end + LAUNCH_LATENCY_MAX_NS)
+                put(-1, launch_oh, c_end, lat_end, s, x, lane_x[i], role, inf)
+                put(-1, h_cat, lat_end, t1, hsrc_l[i], x, lane_x[i], role, h_inf)
+            else:
+                g_end = min(t1, t0 + KERNEL_GAP_MAX_NS)
+                put(-1, kgap, t0, g_end, s, x, lane_x[i], role, inf)
+                put(-1, h_cat, g_end, t1, hsrc_l[i], x, lane_x[i], role, h_inf)
             continue
-        if role == R["stream"]:
-            g_end = min(t1, t0 + KERNEL_GAP_MAX_NS)
-            put(-1, CAT["kernel_gap"], t0, g_end, s, x, int(a.lane[x]), role, inf)
-            put(*_held(d, x, s), g_end, t1, *_held_src(d, x, s), x, int(a.lane[x]), role, _held_inf(d, x, inf))
-            continue
-        lane_node = own if own >= 0 else x
-        put(own, cat, t0, t1, s, x, int(a.lane[lane_node]), role, inf)
+        put(own_l[i], cat_l[i], t0, t1, s, x, lane_own[i], role, inf)
     return out
-
-
-def _held(d: BoundaryDAG, x: int, s: int) -> tuple[int, int]:
-    """(owner, category) of a delay beyond the launch-latency / kernel-gap bound before
-    activity ``x``: ``device_wait`` when an event wait (recorded or inferred) held ``x``,
-    else ``untraced``; it lies between events."""
-    held = d.held_by is not None and d.held_by[x] >= 0
-    return -1, CAT["device_wait"] if held else CAT["untraced"]
-
-
-def _held_src(d: BoundaryDAG, x: int, s: int) -> tuple[int]:
-    """The node a delay before ``x`` comes from: what held it, else the edge's source."""
-    return (int(d.held_by[x]) if d.held_by is not None and d.held_by[x] >= 0 else s,)
-
-
-def _held_inf(d: BoundaryDAG, x: int, inf: bool) -> bool:
-    """Whether a delay before ``x`` rests on an inferred dependency."""
-    if d.held_by is not None and d.held_by[x] >= 0 and d.held_inferred is not None:
-        return bool(d.held_inferred[x]) or inf
-    return inf
-

@@ -137,17 +137,21 @@ class WindowPath:
         return [{"kind": k, "name": nm, "time_us": v / 1000.0, "pct": 100.0 * v / total} for (k, nm), v in rows]
 
     def to_dict(self, with_path: bool = True) -> dict[str, Any]:
-        length = self.length_ns
+        # one pass for the breakdown and one for the confidence (the properties each walk the path)
+        b = self.breakdown_ns
+        length = int(sum(b.values()))
+        conf = _confidence(self.path)
+        inferred = int(conf["inferred_ns"])
         d: dict[str, Any] = {
             "name": self.name, "eid": self.eid, "lane": self.lane,
             "start_us": self.start_ns / 1000.0, "end_us": self.end_ns / 1000.0,
             "span_us": self.span_ns / 1000.0, "length_us": length / 1000.0,
-            "bound": self.bound,
-            "breakdown_us": {k: v / 1000.0 for k, v in self.breakdown_ns.items()},
-            "breakdown_pct": self.breakdown_pct,
-            "inferred_us": self.inferred_ns / 1000.0,
-            "inferred_pct": 100.0 * self.inferred_ns / length if length else 0.0,
-            "longest_wait": _wait_dict(self.longest_wait),
+            "bound": max(b, key=lambda c: b[c]) if self.path else "other",
+            "breakdown_us": {k: v / 1000.0 for k, v in b.items()},
+            "breakdown_pct": {c: (100.0 * v / length if length else 0.0) for c, v in b.items()},
+            "inferred_us": inferred / 1000.0,
+            "inferred_pct": 100.0 * inferred / length if length else 0.0,
+            "longest_wait": _wait_dict(conf["longest_wait"]),
             "top_ops": self.top(device=False), "top_kernels": self.top(device=True),
         }
         if with_path:
@@ -217,9 +221,11 @@ def breakdown_frame(windows: Sequence[Any], categories: Sequence[str]) -> pd.Dat
     ``inferred_us`` and the time (µs) of every category."""
     rows = []
     for w in windows:
+        b = w.breakdown_ns   # once per window (a property that walks the path)
         r = {"window": w.name, "start_us": w.start_ns / 1e3, "span_us": w.span_ns / 1e3,
-             "length_us": w.length_ns / 1e3, "bound": w.bound, "inferred_us": w.inferred_ns / 1e3}
-        r.update({c: w.breakdown_ns.get(c, 0) / 1e3 for c in categories})
+             "length_us": w.length_ns / 1e3, "bound": max(b, key=lambda c: b[c]) if w.path else "other",
+             "inferred_us": w.inferred_ns / 1e3}
+        r.update({c: b.get(c, 0) / 1e3 for c in categories})
         rows.append(r)
     return pd.DataFrame(rows, columns=["window", "start_us", "span_us", "length_us", "bound", "inferred_us",
                                        *categories])
