@@ -352,7 +352,7 @@ def memory_timeline(G: nx.DiGraph | PathLike, window: str | None = None) -> Any:
     """
     from opgraph.analysis.memory_timeline import memory_timeline as _mt
 
-    return _mt(_graph(G), window)
+    return _mt(_columns(G), window)
 
 
 def cupti_counters(G: nx.DiGraph | PathLike) -> Any:
@@ -416,7 +416,7 @@ def kernel_stats(G: nx.DiGraph | PathLike) -> Any:
     """
     from opgraph.analysis.kernel_stats import kernel_stats as _ks
 
-    return _ks(_graph(G))
+    return _ks(_columns(G))
 
 
 def kernel_sequences(G: nx.DiGraph | PathLike, op: str | None = None, min_length: int = 3, max_length: int = 8,
@@ -434,7 +434,7 @@ def kernel_sequences(G: nx.DiGraph | PathLike, op: str | None = None, min_length
     """
     from opgraph.analysis.sequences import kernel_sequences as _ks
 
-    return _ks(_graph(G), op, min_length, max_length, top)
+    return _ks(_columns(G), op, min_length, max_length, top)
 
 
 def gpu_categories(G: nx.DiGraph | PathLike) -> Any:
@@ -467,7 +467,7 @@ def breakdown(G: nx.DiGraph | PathLike, device: bool = False, *, depth: int = 3,
     from opgraph.analysis.iterations import analysis_window, data_markers_of, graph_frame
     from opgraph.export.tables import breakdown_frames
 
-    f = graph_frame(_graph(G))
+    f = graph_frame(_columns(G))
     w = analysis_window(f, step_regex, data_markers_of(None), use_steps=not whole_trace)
     if device:
         doc = device_breakdown_doc(device_breakdown(f, w), depth, top or 10)
@@ -487,7 +487,7 @@ def iterations(G: nx.DiGraph | PathLike, step_regex: str | None = None) -> Repor
     from opgraph.analysis.iterations import data_markers_of, iterations_doc
     from opgraph.export.tables import iterations_frames
 
-    return _doc_report("iterations", iterations_doc(_graph(G), step_regex, data_markers_of(None)), iterations_frames)
+    return _doc_report("iterations", iterations_doc(_columns(G), step_regex, data_markers_of(None)), iterations_frames)
 
 
 def summary(G: nx.DiGraph | PathLike, batch_size: int | None = None, step_regex: str | None = None) -> Report:
@@ -503,7 +503,7 @@ def summary(G: nx.DiGraph | PathLike, batch_size: int | None = None, step_regex:
     from opgraph.analysis.multistream import summary_doc
     from opgraph.export.tables import summary_frames
 
-    return _doc_report("summary", summary_doc(_graph(G), batch_size, step_regex, data_markers_of(None)),
+    return _doc_report("summary", summary_doc(_columns(G), batch_size, step_regex, data_markers_of(None)),
                        summary_frames)
 
 
@@ -519,7 +519,7 @@ def overheads(G: nx.DiGraph | PathLike, by_shapes: bool = False) -> Report:
     from opgraph.analysis.overheads import OverheadParams, overhead_samples, overheads_doc
     from opgraph.export.tables import overheads_frames
 
-    f = graph_frame(_graph(G))
+    f = graph_frame(_columns(G))
     p = OverheadParams()
     return _doc_report("overheads", overheads_doc(f, p, by_shapes, overhead_samples(f, p)), overheads_frames)
 

@@ -30,6 +30,34 @@ from opgraph.graph.payload import graph_to_payload
 from opgraph.testing.synth import SCENARIOS, synthesize, write_scenario
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
+def _breakdown(G, device: bool) -> dict:
+    from opgraph.analysis.breakdown import device_breakdown, device_breakdown_doc, host_breakdown, host_breakdown_doc
+    from opgraph.analysis.iterations import analysis_window, data_markers_of, graph_frame
+
+    f = graph_frame(G)
+    w = analysis_window(f, None, data_markers_of(None), use_steps=True)
+    return device_breakdown_doc(device_breakdown(f, w), 3, 10) if device else host_breakdown_doc(host_breakdown(f, w), 3, 5)
+
+
+def _frame_docs(G) -> dict:
+    """The frame-based analyses' documents (breakdown, iterations, summary, overheads, kernel
+    stats, sequences, memory timeline), as their commands make them."""
+    from opgraph.analysis.iterations import data_markers_of, graph_frame, iterations_doc
+    from opgraph.analysis.kernel_stats import kernel_stats
+    from opgraph.analysis.memory_timeline import memory_timeline
+    from opgraph.analysis.multistream import summary_doc
+    from opgraph.analysis.overheads import OverheadParams, overhead_samples, overheads_doc
+    from opgraph.analysis.sequences import kernel_sequences
+
+    f, p = graph_frame(G), OverheadParams()
+    return {"host": lambda: _breakdown(G, False), "device": lambda: _breakdown(G, True),
+            "iterations": lambda: iterations_doc(G, None, data_markers_of(None)),
+            "summary": lambda: summary_doc(G, None, None, data_markers_of(None)),
+            "overheads": lambda: overheads_doc(f, p, True, overhead_samples(f, p, with_shapes=True)),
+            "kernel_stats": lambda: kernel_stats(G).to_dict(), "sequences": lambda: kernel_sequences(G).to_dict(),
+            "memory_timeline": lambda: memory_timeline(G).to_dict()}
+
+
 ANALYSES = (idle_time, critical_path, launch_stats, queue_length, comm_overlap)
 
 
@@ -64,6 +92,17 @@ def assert_same_answers(G: nx.DiGraph, T: TraceGraph, what: str) -> None:
             except Exception as e:  # the same refusal either way counts as the same answer
                 return f"{type(e).__name__}: {e}"
         assert doc(G) == doc(T), (what, fn.__name__)
+    # the frame analyses, on columns only (no networkx view behind the TraceGraph)
+    C = TraceGraph(T.payload)
+    a, b = _frame_docs(G), _frame_docs(C)
+    for k in a:
+        def run(f):
+            try:
+                return json.dumps(f(), sort_keys=True, default=str)
+            except Exception as e:
+                return f"{type(e).__name__}: {e}"
+        assert run(a[k]) == run(b[k]), (what, k)
+    assert C._nx is None, "a frame analysis fell back to networkx"
 
 
 def _saved_pair(src: Path, tmp: Path) -> tuple[nx.DiGraph, TraceGraph]:

@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 
+from opgraph.graph.model import AnyGraph
 from opgraph.analysis.breakdown_tree import OTHERS, UNACCOUNTED, doc_source, tree_entry
 from opgraph.analysis.graph_frame import GraphFrame, frame_of
 from opgraph.analysis.host_breakdown import HostBreakdown, host_breakdown
@@ -56,7 +56,7 @@ class DeviceBreakdown:
     devices: pd.DataFrame
 
 
-def device_breakdown(G: nx.DiGraph | GraphFrame, window: Window | None = None, step_regex: str | None = None,
+def device_breakdown(G: AnyGraph | GraphFrame, window: Window | None = None, step_regex: str | None = None,
                      data_markers: Iterable[str] | None = None,
                      module_markers: Iterable[str] = DEFAULT_MODULE_MARKERS,
                      short_names: bool = True, include_python: bool = False) -> DeviceBreakdown:

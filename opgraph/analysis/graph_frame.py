@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any, Sequence
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 
 from opgraph.analysis.kind_codes import K_KERNEL, K_MEMSET, K_OTHER, K_RUNTIME, KIND_CODES, KIND_NAMES
+from opgraph.graph.model import AnyGraph, TraceGraph
 from opgraph.graph.windows import WindowColumns
 
 __all__ = ["GraphFrame", "graph_frame", "frame_of"]
@@ -48,7 +48,7 @@ class GraphFrame:
         edge), else -1.
     """
 
-    G: nx.DiGraph
+    G: AnyGraph
     node: np.ndarray
     kind: np.ndarray
     name: np.ndarray
@@ -104,8 +104,22 @@ class GraphFrame:
 
     def args(self, pos: int) -> dict[str, Any]:
         """The ``args`` dict of the node at position ``pos`` (empty when absent)."""
-        a = self.G._node[int(self.node[pos])].get("args")
+        a = self.args_list(np.array([pos], dtype=np.int64))[0]
         return a if isinstance(a, dict) else {}
+
+    def args_list(self, pos: np.ndarray) -> list[Any]:
+        """The ``args`` of the nodes at positions ``pos`` (as stored: a dict, or None when
+        absent). A :class:`~opgraph.graph.model.TraceGraph` keeps them in its event table
+        (a node's args are its event's)."""
+        if isinstance(self.G, TraceGraph):
+            col = self.cache.get("event_args")
+            if col is None:
+                ev = self.G.graph.get("events")
+                col = ev["args"].to_numpy(dtype=object) if isinstance(ev, pd.DataFrame) and "args" in ev else None
+                self.cache["event_args"] = col
+            return col[self.node[pos]].tolist() if col is not None else [None] * len(pos)
+        nodes = self.G._node
+        return [nodes[i].get("args") for i in self.node[pos].tolist()]
 
     def by_depth(self, mask: np.ndarray | None = None) -> list[np.ndarray]:
         """Positions grouped by depth, shallowest first (optionally only where ``mask``)."""
@@ -119,7 +133,40 @@ class GraphFrame:
         return np.split(o, cuts)
 
 
-def graph_frame(G: nx.DiGraph) -> GraphFrame:
+def _frame_of_columns(T: TraceGraph) -> GraphFrame:
+    """:func:`graph_frame` of a :class:`~opgraph.graph.model.TraceGraph`: the same arrays,
+    from its columns (no node dicts)."""
+    cols = T.payload["node_cols"]
+    n = T.number_of_nodes()
+    ids = T.node_ids
+    ku, kc = cols["kind"]
+    kind = np.fromiter((KIND_CODES.get(k, K_OTHER) for k in ku.tolist()), dtype=np.int8, count=len(ku))[kc] \
+        if n else np.empty(0, np.int8)
+    nu, nc = cols["name"]
+    name_u = np.array([s if isinstance(s, str) else ("" if s is None else str(s)) for s in nu.tolist()] or [""],
+                      dtype=object)
+    name = name_u[nc] if n else np.empty(0, dtype=object)
+    ts = cols["ts"]
+    dur = np.maximum(cols["dur"], 0)
+    pid, tid = T.column("pid"), T.column("tid")
+    if n:
+        pc, _ = pd.factorize(pd.Series(pid, dtype=object).astype(str))
+        tc, tu = pd.factorize(pd.Series(tid, dtype=object).astype(str))
+        lane = pd.factorize(pc.astype(np.int64) * (len(tu) + 1) + tc)[0].astype(np.int64)
+    else:
+        lane = np.empty(0, np.int64)
+    a = T.arrays   # edge positions in the order a DiGraph iterates them
+    parent = np.full(n, -1, dtype=np.int64)
+    ns_, nd_ = a.out_edges("nest")
+    parent[nd_] = ns_
+    launcher = np.full(n, -1, dtype=np.int64)
+    ls_, ld_ = a.out_edges("launch")
+    launcher[ld_] = ls_
+    return GraphFrame(T, ids, kind, name, ts, dur, ts + dur, lane, pid, tid, cols["device"], cols["stream"],
+                      cols["correlation"], cols["external_id"], parent, launcher)
+
+
+def graph_frame(G: AnyGraph) -> GraphFrame:
     """Column view of a trace graph (see :class:`GraphFrame`).
 
     One pass over the node attribute dicts and one over the edges (``nest`` and
@@ -135,6 +182,8 @@ def graph_frame(G: nx.DiGraph) -> GraphFrame:
     -------
     GraphFrame
     """
+    if isinstance(G, TraceGraph):
+        return _frame_of_columns(G)
     nodes = G._node
     n = len(nodes)
     ids = np.fromiter(nodes.keys(), dtype=np.int64, count=n) if n else np.empty(0, np.int64)
@@ -201,6 +250,6 @@ def graph_frame(G: nx.DiGraph) -> GraphFrame:
                       parent, launcher)
 
 
-def frame_of(G_or_frame: nx.DiGraph | GraphFrame) -> GraphFrame:
+def frame_of(G_or_frame: AnyGraph | GraphFrame) -> GraphFrame:
     """Accept a graph or an already-built frame."""
     return G_or_frame if isinstance(G_or_frame, GraphFrame) else graph_frame(G_or_frame)

@@ -18,10 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 
+from opgraph.graph.model import AnyGraph
 from opgraph.analysis.breakdown_tree import OTHERS, UNACCOUNTED, doc_source, tree_entry
 from opgraph.analysis.graph_frame import GraphFrame, frame_of
 from opgraph.analysis.kind_codes import K_CPU_OP
@@ -82,7 +82,7 @@ class HostBreakdown:
     parent: np.ndarray
 
 
-def host_breakdown(G: nx.DiGraph | GraphFrame, window: Window | None = None, step_regex: str | None = None,
+def host_breakdown(G: AnyGraph | GraphFrame, window: Window | None = None, step_regex: str | None = None,
                    data_markers: Iterable[str] | None = None, include_python: bool = False) -> HostBreakdown:
     """Aggregate the CPU hierarchy by name path, per thread, over all occurrences.
 
@@ -228,12 +228,7 @@ def _shapes_by_path(hb: HostBreakdown, wanted: np.ndarray, max_shapes: int) -> d
     pos = np.flatnonzero(m)
     if not len(pos):
         return {}
-    nodes = f.G._node
-    ids = f.node[pos].tolist()
-    dims = []
-    for i in ids:
-        a = nodes[i].get("args")
-        dims.append(input_dims(a) if isinstance(a, dict) else "-")
+    dims = [input_dims(a) if isinstance(a, dict) else "-" for a in f.args_list(pos)]
     df = pd.DataFrame({"p": hb.event_path[pos], "d": dims})
     vc = df.groupby(["p", "d"]).size().reset_index(name="c").sort_values(["p", "c", "d"], ascending=[True, False, True])
     out: dict[int, tuple[int, list]] = {}

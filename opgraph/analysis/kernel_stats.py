@@ -29,10 +29,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 
+from opgraph.graph.model import AnyGraph
 from opgraph.analysis.display import TableResult, json_records
 from opgraph.analysis.iterations import K_KERNEL, frame_of
 
@@ -108,7 +108,7 @@ class KernelStats(TableResult):
         return {"summary": dict(self.summary_), "kernels": json_records(self.kernels, top)}
 
 
-def kernel_stats(G: nx.DiGraph) -> KernelStats:
+def kernel_stats(G: AnyGraph) -> KernelStats:
     """Per-kernel-name launch statistics of ``G`` (module docstring).
 
     Parameters

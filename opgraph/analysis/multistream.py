@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 
+from opgraph.graph.model import AnyGraph
 from opgraph.analysis.iterations import GraphFrame, Window, analysis_window, frame_of
 from opgraph.intervals import overlap_sweep, union_length_by
 
@@ -75,7 +75,7 @@ def _clip(f: GraphFrame, idx: np.ndarray, w0: int, w1: int) -> tuple[np.ndarray,
     return a, np.maximum(a, b)
 
 
-def stream_stats(G: nx.DiGraph | GraphFrame, window: Window | tuple[int, int] | None = None) -> pd.DataFrame:
+def stream_stats(G: AnyGraph | GraphFrame, window: Window | tuple[int, int] | None = None) -> pd.DataFrame:
     """Per (device, stream) activity inside a window.
 
     Parameters
@@ -122,7 +122,7 @@ def _window_bounds(f: GraphFrame, window: Window | tuple[int, int] | None) -> tu
     return int(window[0]), int(window[1])
 
 
-def device_stats(G: nx.DiGraph | GraphFrame, window: Window | tuple[int, int] | None = None) -> pd.DataFrame:
+def device_stats(G: AnyGraph | GraphFrame, window: Window | tuple[int, int] | None = None) -> pd.DataFrame:
     """Per device: union busy time, Σ per-stream active, overlap and idle in a window.
 
     Returns
@@ -154,7 +154,7 @@ def device_stats(G: nx.DiGraph | GraphFrame, window: Window | tuple[int, int] | 
     return pd.DataFrame(rows, columns=cols)
 
 
-def summary_doc(G: nx.DiGraph | GraphFrame, batch_size: int | None = None, step_regex: str | None = None,
+def summary_doc(G: AnyGraph | GraphFrame, batch_size: int | None = None, step_regex: str | None = None,
                 data_markers: Iterable[str] | None = None) -> dict[str, Any]:
     """Everything ``opgraph summary`` shows (schemas/summary.schema.json), in µs.
 

@@ -34,10 +34,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 
+from opgraph.graph.model import AnyGraph
 from opgraph.analysis.breakdown import DEFAULT_MODULE_MARKERS, host_hierarchy, input_dims, outermost_ops
 from opgraph.analysis.iterations import K_RUNTIME, GraphFrame, Window, analysis_window, frame_of
 
@@ -123,7 +123,7 @@ def select_ops(f: GraphFrame, p: OverheadParams, window: Any = None) -> OpSelect
     return OpSelection(w, hh, top, ops, op_ok)
 
 
-def overhead_samples(G: nx.DiGraph | GraphFrame, params: OverheadParams | None = None,
+def overhead_samples(G: AnyGraph | GraphFrame, params: OverheadParams | None = None,
                      window: Window | None = None, with_shapes: bool = False) -> tuple[pd.DataFrame, pd.DataFrame, Window]:
     """Raw T1-T5 samples.
 
@@ -162,9 +162,8 @@ def overhead_samples(G: nx.DiGraph | GraphFrame, params: OverheadParams | None =
     L = L.sort_values(["op", "ts", "end"], kind="stable").reset_index(drop=True)
     opname = f.name
     if with_shapes:
-        nodes = f.G._node
-        dims = np.array([input_dims(nodes[i].get("args") or {}) if isinstance(nodes[i].get("args"), dict) else "-"
-                         for i in f.node[ops].tolist()], dtype=object)
+        dims = np.array([input_dims(a) if isinstance(a, dict) else "-" for a in f.args_list(np.asarray(ops))],
+                        dtype=object)
         shape_of = pd.Series(dims, index=ops)
     else:
         shape_of = pd.Series("-", index=ops, dtype=object)
@@ -255,7 +254,7 @@ def _group_stats(df: pd.DataFrame, key: str, outliers: str | None = None) -> dic
     return {str(k): {"mean": float(mean[k]) / 1e3, "std": float(std[k]) / 1e3, "n": int(n[k])} for k in mean.index}
 
 
-def overheads_doc(G: nx.DiGraph | GraphFrame, params: OverheadParams | None = None, by_shapes: bool = False,
+def overheads_doc(G: AnyGraph | GraphFrame, params: OverheadParams | None = None, by_shapes: bool = False,
                   samples: tuple[pd.DataFrame, pd.DataFrame, Window] | None = None) -> dict[str, Any]:
     """The overheads JSON (schemas/overheads.schema.json), consumed by prediction.
 

@@ -28,10 +28,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 
+from opgraph.graph.model import AnyGraph
 from opgraph.analysis.breakdown import outermost_ops
 from opgraph.names import kernel_label as _kernel_label
 from opgraph.analysis.display import TableResult, json_records
@@ -116,7 +116,7 @@ def _count_exact(codes: np.ndarray, seg: np.ndarray, starts: np.ndarray, pattern
     return np.array(out, dtype=np.int64)
 
 
-def kernel_sequences(G: nx.DiGraph, op: str | None = None, min_length: int = 3, max_length: int = 8,
+def kernel_sequences(G: AnyGraph, op: str | None = None, min_length: int = 3, max_length: int = 8,
                      top: int = 20, whole_calls: bool = False) -> KernelSequences:
     """The most time-consuming repeated kernel sequences of ``G`` (module docstring).
 

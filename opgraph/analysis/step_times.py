@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 
+from opgraph.graph.model import AnyGraph
 from opgraph.analysis.graph_frame import GraphFrame, frame_of
 from opgraph.analysis.kind_codes import K_KERNEL
 from opgraph.analysis.steps import Steps, find_iterations
@@ -21,7 +21,7 @@ from opgraph.intervals import union_length_by
 __all__ = ["iteration_table", "iterations_doc"]
 
 
-def iteration_table(G: nx.DiGraph | GraphFrame, step_regex: str | None = None,
+def iteration_table(G: AnyGraph | GraphFrame, step_regex: str | None = None,
                     data_markers: Iterable[str] | None = None) -> tuple[pd.DataFrame, Steps]:
     """Each step's CPU span, GPU span, GPU busy time and kernel time.
 
@@ -95,7 +95,7 @@ def iteration_table(G: nx.DiGraph | GraphFrame, step_regex: str | None = None,
     return out, steps
 
 
-def iterations_doc(G: nx.DiGraph | GraphFrame, step_regex: str | None = None,
+def iterations_doc(G: AnyGraph | GraphFrame, step_regex: str | None = None,
                    data_markers: Iterable[str] | None = None) -> dict[str, Any]:
     """JSON-ready ``opgraph iterations`` result (schemas/iterations.schema.json), in µs."""
     f = frame_of(G)

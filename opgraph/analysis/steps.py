@@ -21,10 +21,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 
+from opgraph.graph.model import AnyGraph
 from opgraph.analysis.data_markers import data_markers_of
 from opgraph.analysis.graph_frame import GraphFrame, frame_of
 from opgraph.graph.windows import WINDOW_SOURCES, Windows, select_windows
@@ -65,7 +65,7 @@ class Steps:
         return len(self.table)
 
 
-def find_iterations(G: nx.DiGraph | GraphFrame, step_regex: str | None = None,
+def find_iterations(G: AnyGraph | GraphFrame, step_regex: str | None = None,
                     data_markers: Iterable[str] | None = None) -> Steps:
     """Find the steps (iterations) of a trace graph.
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-import networkx as nx
 import numpy as np
 
+from opgraph.graph.model import AnyGraph
 from opgraph.analysis.data_markers import compile_data_markers, data_markers_of, names_matching
 from opgraph.analysis.graph_frame import GraphFrame, frame_of
 from opgraph.analysis.kind_codes import K_PYTHON
@@ -60,7 +60,7 @@ class Window:
                 "data_markers": list(self.data_markers), "host_runtime_us": self.host_runtime_ns / 1e3}
 
 
-def analysis_window(G: nx.DiGraph | GraphFrame, step_regex: str | None = None,
+def analysis_window(G: AnyGraph | GraphFrame, step_regex: str | None = None,
                     data_markers: Iterable[str] | None = None, use_steps: bool = True,
                     min_data_loading_us: float = 0.0) -> Window:
     """The window analyses cover and the data loading inside it.

@@ -30,6 +30,6 @@ def kernels_cmd(input: str, top: int, as_json: bool, csv_dir: TableFiles | None,
                          lambda res: res.to_dict(),
                          lambda res, con: render_kernel_stats(res.to_dict(), con, top), workers, scheduler, rank)
         return
-    res = kernel_stats(load_input(input, rank=rank))
+    res = kernel_stats(load_input(input, rank=rank, model=True))
     emit_result(input, res.tables, csv_dir, as_json, res.to_dict, "kernel-stats.schema.json",
                 lambda: render_kernel_stats(res.to_dict(), console(), top))
