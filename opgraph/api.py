@@ -536,7 +536,7 @@ def roofline(G: nx.DiGraph | PathLike, device: str | None = None, dtype: str | N
     """
     from opgraph.analysis.roofline import roofline as _roofline
 
-    return _roofline(_graph(G), device=device, dtype=dtype)
+    return _roofline(_columns(G), device=device, dtype=dtype)
 
 
 def report(G: nx.DiGraph | PathLike, by: str = "kernel", device: str | None = None, dtype: str | None = None

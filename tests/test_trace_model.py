@@ -47,6 +47,7 @@ def _frame_docs(G) -> dict:
     from opgraph.analysis.memory_timeline import memory_timeline
     from opgraph.analysis.multistream import summary_doc
     from opgraph.analysis.overheads import OverheadParams, overhead_samples, overheads_doc
+    from opgraph.analysis.roofline import report_doc, roofline
     from opgraph.analysis.sequences import kernel_sequences
 
     f, p = graph_frame(G), OverheadParams()
@@ -55,7 +56,8 @@ def _frame_docs(G) -> dict:
             "summary": lambda: summary_doc(G, None, None, data_markers_of(None)),
             "overheads": lambda: overheads_doc(f, p, True, overhead_samples(f, p, with_shapes=True)),
             "kernel_stats": lambda: kernel_stats(G).to_dict(), "sequences": lambda: kernel_sequences(G).to_dict(),
-            "memory_timeline": lambda: memory_timeline(G).to_dict()}
+            "memory_timeline": lambda: memory_timeline(G).to_dict(),
+            "report": lambda: report_doc(roofline(G), "kernel", None)}
 
 
 ANALYSES = (idle_time, critical_path, launch_stats, queue_length, comm_overlap)

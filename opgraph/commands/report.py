@@ -50,7 +50,7 @@ def report(input: str, by: str, as_json: bool, csv_dir: TableFiles | None, devic
     to_stdout = csv_dir is not None and csv_dir.csv == "-"
     if as_json and to_stdout:
         raise click.UsageError("--json and --csv - both write to stdout")
-    G = load_input(input, rank=rank)
+    G = load_input(input, rank=rank, model=True)
     try:
         res = roofline(G, device=device, dtype=dtype)
     except ValueError as e:

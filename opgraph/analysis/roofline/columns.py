@@ -15,6 +15,7 @@ import numpy as np
 from opgraph.analysis.roofline.objects import isin_obj
 from opgraph.analysis.roofline.table_links import nest_and_launch_links
 from opgraph.graph.arrays import GraphArrays
+from opgraph.graph.model import TraceGraph
 from opgraph.ingest.table import HOST_KINDS
 
 
@@ -68,6 +69,19 @@ class TraceColumns:
         ls, ld = a.out_edges("launch")
         return cls.from_edges(a.eid, a.kind, a.name, a.ts, a.end - a.ts, a.device, ext, args, ps, pd_, ls, ld,
                               G.graph)
+
+    @classmethod
+    def from_trace_graph(cls, T: TraceGraph) -> "TraceColumns":
+        """From a :class:`~opgraph.graph.model.TraceGraph` (its cached arrays; each node's
+        args are its event's), equal to :meth:`from_graph` of its networkx view."""
+        a = T.arrays
+        ev = T.graph.get("events")
+        n = a.n
+        args = ev["args"].to_numpy(dtype=object)[a.eid] if ev is not None and n else np.full(n, None, dtype=object)
+        ps, pd_ = a.out_edges("nest")
+        ls, ld = a.out_edges("launch")
+        return cls.from_edges(a.eid, a.kind, a.name, a.ts, a.end - a.ts, a.device,
+                              T.payload["node_cols"]["external_id"], args, ps, pd_, ls, ld, T.graph)
 
     @classmethod
     def from_payload(cls, payload: Mapping[str, Any]) -> "TraceColumns":
@@ -139,10 +153,13 @@ class TraceColumns:
         return cls(eid, kind, name, ts, dur, device, ext, args, parent, ls, ld, graph)
 
 
-def columns_of(source: nx.DiGraph | TraceColumns | Mapping[str, Any]) -> TraceColumns:
-    """:class:`TraceColumns` of a graph, of a build payload, or ``source`` itself."""
+def columns_of(source: "nx.DiGraph | TraceGraph | TraceColumns | Mapping[str, Any]") -> TraceColumns:
+    """:class:`TraceColumns` of a graph (networkx or columns), of a build payload, or
+    ``source`` itself."""
     if isinstance(source, TraceColumns):
         return source
+    if isinstance(source, TraceGraph):
+        return TraceColumns.from_trace_graph(source)
     if isinstance(source, nx.DiGraph):
         return TraceColumns.from_graph(source)
     return TraceColumns.from_payload(source)
