@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Multi-rank ingest benchmark (issue 9): wall time with 1 and 2 pool workers, peak RSS per
-worker, and the memory of a many-rank job.
+worker, and the memory of a many-rank job (and, in ``memory`` mode, the job-wide commands
+``critical-path --no-path`` and ``stragglers`` on the saved job, each in a fresh process).
 
     # 16 ranks x the 1M-event scaled trace, 1 then 2 workers (the lead runs this one)
     python benchmarks/multirank.py scale --source /work/bench-data/ns_x15.json --ranks 16 --workers 1,2
@@ -123,6 +124,25 @@ print(json.dumps({{"load_s": round(w, 2), "nodes": G.number_of_nodes(), "edges":
     return _child(code)
 
 
+def run_command(args: list[str]) -> dict:
+    """``opgraph ARGS`` in a fresh interpreter, output discarded: wall time and peak RSS."""
+    code = f"""
+{_RSS}
+import contextlib, io, json, time
+from opgraph.cli import main
+t = time.perf_counter()
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        main({args!r}, standalone_mode=False)
+    except SystemExit as e:
+        assert not e.code, e.code
+w = time.perf_counter() - t
+print(json.dumps({{"command": " ".join({args!r}[:1] + {args!r}[2:]), "wall_s": round(w, 2),
+                   "peak_rss_mb": round(rss(), 1)}}))
+"""
+    return _child(code)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("mode", choices=("scale", "memory"))
@@ -156,6 +176,9 @@ def main() -> None:
             doc["build"] = job_build(files, int(a.workers.split(",")[-1]), keep, save=out)
             doc["gpickle_mb"] = round(out.stat().st_size / 2**20, 1)
             doc["load"] = load_job(out)
+            # the job-wide analyses, which read the saved job as columns (docs/model.md)
+            doc["commands"] = [run_command(["critical-path", str(out), "--json", "--no-path"]),
+                               run_command(["stragglers", str(out), "--json"])]
         text = json.dumps(doc, indent=2)
         print(text)
         if a.json:

@@ -233,7 +233,7 @@ def critical_path(G: nx.DiGraph | PathLike, window: str | None = None, ranks: Se
     if isinstance(G.graph.get("job"), dict):
         from opgraph.analysis.crossrank import crossrank_critical_path
 
-        return crossrank_critical_path(_graph(G), ranks)  # type: ignore[return-value]
+        return crossrank_critical_path(G, ranks)  # type: ignore[return-value]
     from opgraph.analysis.critical_path import critical_path as _cp
 
     return _cp(G, window)
@@ -617,7 +617,7 @@ def stragglers(G: nx.DiGraph | PathLike) -> StragglerReport:
 """
     from opgraph.analysis.stragglers import stragglers as _stragglers
 
-    return _stragglers(_graph(G))
+    return _stragglers(_columns(G))
 
 
 # ------------------------------------------------------------------------------- exporters

@@ -352,3 +352,39 @@ def test_cycle_check_agrees_with_kahn_on_random_graphs(monkeypatch: pytest.Monke
     assert cycles.has_cycle(np.array([10**12, 5]), np.array([5, 10**12]))
     assert not cycles.has_cycle(np.array([10**12, 5]), np.array([5, 7]))
     assert cycles.has_cycle(np.array([3]), np.array([3]))
+
+
+def _job_dirs(tmp_path: Path) -> list[list[Path]]:
+    from opgraph.testing.synth_multirank import synthesize_job, write_job
+
+    jobs = [write_job(synthesize_job(world_size=4, seq=seq), tmp_path / f"job_{seq}") for seq in (True, False)]
+    dlrm = sorted(TRACES.glob("A_kineto/param_dlrm_8gpu_rank*.pt.trace.json.gz")) if TRACES.is_dir() else []
+    return jobs + ([dlrm] if dlrm else [])
+
+
+def test_job_graph_columns_give_the_same_cross_rank_path_and_stragglers(tmp_path: Path) -> None:
+    """A job graph loaded as columns: the cross-rank critical path (every rank and a subset)
+    and the stragglers equal the networkx graph's, and nothing falls back to networkx."""
+    from opgraph.analysis.crossrank import crossrank_critical_path
+    from opgraph.analysis.stragglers import stragglers
+
+    for files in _job_dirs(tmp_path):
+        G = opgraph.load(files)
+        out = tmp_path / "job.gpickle"
+        save_gpickle(G, out)
+        T = load_gpickle(out, require_opgraph=True, model=True)
+        assert isinstance(T, TraceGraph) and isinstance(T.graph.get("job"), dict)
+        assert_same_arrays(GraphArrays.from_graph(G), T.arrays)
+        ranks = sorted(int(r["rank"]) for r in G.graph["job"]["ranks"])
+        for sel in (None, ranks[:2]):
+            a = json.dumps(crossrank_critical_path(G, sel).to_dict(), sort_keys=True, default=str)
+            b = json.dumps(crossrank_critical_path(T, sel).to_dict(), sort_keys=True, default=str)
+            assert a == b, (files[0].parent.name, sel)
+        assert stragglers(G).to_dict() == stragglers(T).to_dict()
+        assert T._nx is None
+        # and the commands that read the job as columns print the same
+        for cmd in (["critical-path", str(out), "--json"], ["stragglers", str(out), "--json"]):
+            res = CliRunner().invoke(main, cmd, catch_exceptions=False)
+            assert res.exit_code == 0, res.output
+        got = json.loads(CliRunner().invoke(main, ["critical-path", str(out), "--json"]).output)
+        assert got == json.loads(json.dumps(crossrank_critical_path(G).to_dict(), default=str))

@@ -35,12 +35,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Sequence
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 
 from opgraph.graph.arrays import GraphArrays
-from opgraph.graph.model import arrays_of
+from opgraph.graph.model import AnyGraph, arrays_of, as_networkx
 from opgraph.analysis.critical_path import (CATEGORIES, BoundaryDAG, ExtraEdges, PathSegment, WindowPath,
                                             boundary_dag, breakdown_frame, path_frame, path_segments, segments,
                                             summarize_windows, walk_back)
@@ -165,12 +164,12 @@ class CrossRankResult(TableResult):
                 "windows": [w.to_dict(with_path) for w in self.steps]}
 
 
-def node_ranks(G: nx.DiGraph, a: GraphArrays) -> np.ndarray:
+def node_ranks(G: AnyGraph, a: GraphArrays) -> np.ndarray:
     """The ``rank`` of every node position (int64; 0 where absent)."""
     r = getattr(a, "rank", None)
     if r is not None and len(r) == a.n:
         return np.asarray(r, dtype=np.int64)
-    nodes = G._node
+    nodes = as_networkx(G)._node
     return np.fromiter((nodes[e].get("rank", 0) for e in a.eid.tolist()), dtype=np.int64, count=a.n)
 
 
@@ -213,13 +212,13 @@ def _step_table(job: dict[str, Any], a: GraphArrays, rank_of: np.ndarray, ranks:
     return pd.concat(rows, ignore_index=True).sort_values(["step", "rank"], kind="stable").reset_index(drop=True)
 
 
-def crossrank_critical_path(G: nx.DiGraph, ranks: Sequence[int] | None = None,
+def crossrank_critical_path(G: AnyGraph, ranks: Sequence[int] | None = None,
                             arr: GraphArrays | None = None) -> CrossRankResult:
     """Cross-rank critical path of every step of a job graph (see the module doc).
 
     Parameters
     ----------
-    G : networkx.DiGraph
+    G : networkx.DiGraph or TraceGraph
         A job graph (``opgraph build DIR``): nodes carry ``rank``, ``G.graph["job"]`` holds
         the collective table and steps (docs/multirank.md).
     ranks : sequence of int, optional

@@ -21,7 +21,7 @@ def stragglers_cmd(input: str, as_json: bool, top: int, csv_dir: TableFiles | No
     lateness; ranks that are repeatedly last; skew histograms (--json)."""
     from opgraph.analysis.stragglers import stragglers
 
-    G = load_input(input, job_ok=True)
+    G = load_input(input, job_ok=True, model=True)
     if not isinstance(G.graph.get("job"), dict):
         raise OpgraphInputError(input, "stragglers needs a multi-rank job graph (opgraph build DIR -o job.gpickle); "
                                        "this graph has one rank")
