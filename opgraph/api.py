@@ -367,7 +367,7 @@ def cupti_counters(G: nx.DiGraph | PathLike) -> Any:
     """
     from opgraph.analysis.counters import cupti_counters as _cc
 
-    return _cc(_graph(G))
+    return _cc(_columns(G))
 
 
 def advise(G: nx.DiGraph | PathLike) -> Any:
@@ -399,7 +399,7 @@ def shapes(G: nx.DiGraph | PathLike, *, device: str | None = None, dtype: str | 
     """
     from opgraph.analysis.shapes import shapes as _shapes
 
-    return _shapes(_graph(G), device=device, dtype=dtype)
+    return _shapes(_columns(G), device=device, dtype=dtype)
 
 
 def kernel_stats(G: nx.DiGraph | PathLike) -> Any:
@@ -449,7 +449,7 @@ def gpu_categories(G: nx.DiGraph | PathLike) -> Any:
     """
     from opgraph.analysis.categories import gpu_categories as _cats
 
-    return _cats(_graph(G))
+    return _cats(_columns(G))
 
 
 def breakdown(G: nx.DiGraph | PathLike, device: bool = False, *, depth: int = 3, top: int | None = None,

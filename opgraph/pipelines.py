@@ -201,15 +201,16 @@ class RankAnalysis:
     result: Any
 
 
-def rank_analysis(path: str, fn: Callable[..., Any], kwargs: dict[str, Any]) -> RankAnalysis:
+def rank_analysis(path: str, fn: Callable[..., Any], kwargs: dict[str, Any], model: bool = False) -> RankAnalysis:
     """Run in a worker (a pool process or a Dask worker): read and build the trace at
     ``path`` and return ``fn(G, **kwargs)`` with the rank it belongs to. Only the result's
-    tables travel back, never the graph."""
+    tables travel back, never the graph. ``model``: ``fn`` reads columns, so the graph is
+    built as a :class:`~opgraph.graph.model.TraceGraph` (no networkx dicts)."""
     from opgraph.graph.io import load_any
     from opgraph.multirank.identity import rank_from_filename
 
     with gc_paused():
-        G = load_any(path)
+        G = load_any(path, model=model)
         di = G.graph.get("distributed_info") or {}
         r = di.get("rank") if isinstance(di, dict) else None
         rank = int(r) if isinstance(r, int) and not isinstance(r, bool) and r >= 0 else rank_from_filename(path)
@@ -218,16 +219,17 @@ def rank_analysis(path: str, fn: Callable[..., Any], kwargs: dict[str, Any]) -> 
 
 def per_rank(inputs: Sequence[str] | str, fn: Callable[..., Any], kwargs: dict[str, Any] | None = None, *,
              workers: int | None = None, scheduler: str | None = None,
-             progress: Callable[[int, int], None] = _noop) -> list[RankAnalysis]:
+             progress: Callable[[int, int], None] = _noop, model: bool = False) -> list[RankAnalysis]:
     """``fn(G, **kwargs)`` on every rank trace of a job (a directory, a glob or several
     files), each rank in its own pool process, or as a task on the Dask cluster at
     ``scheduler``: the ranks' graphs never meet in one process, only their results come
     back. ``fn`` must be a module-level function (it is pickled by reference). Results
-    sorted by rank (ranks without one last, by file)."""
+    sorted by rank (ranks without one last, by file). ``model``: ``fn`` takes the columnar
+    :class:`~opgraph.graph.model.TraceGraph` (see :func:`rank_analysis`)."""
     from opgraph.multirank.executor import run
     from opgraph.multirank.identity import discover
 
     files = discover(list(inputs) if not isinstance(inputs, str) else [inputs]).files
-    out = run(rank_analysis, [(f, fn, dict(kwargs or {})) for f in files], workers=workers, scheduler=scheduler,
+    out = run(rank_analysis, [(f, fn, dict(kwargs or {}), model) for f in files], workers=workers, scheduler=scheduler,
               progress=progress)
     return sorted(out, key=lambda r: (r.rank is None, r.rank if r.rank is not None else 0, r.file))

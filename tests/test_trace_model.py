@@ -42,8 +42,11 @@ def _breakdown(G, device: bool) -> dict:
 def _frame_docs(G) -> dict:
     """The frame-based analyses' documents (breakdown, iterations, summary, overheads, kernel
     stats, sequences, memory timeline), as their commands make them."""
+    from opgraph.analysis.categories import gpu_categories
+    from opgraph.analysis.counters import cupti_counters
     from opgraph.analysis.iterations import data_markers_of, graph_frame, iterations_doc
     from opgraph.analysis.kernel_stats import kernel_stats
+    from opgraph.analysis.shapes import shapes
     from opgraph.analysis.memory_timeline import memory_timeline
     from opgraph.analysis.multistream import summary_doc
     from opgraph.analysis.overheads import OverheadParams, overhead_samples, overheads_doc
@@ -57,7 +60,9 @@ def _frame_docs(G) -> dict:
             "overheads": lambda: overheads_doc(f, p, True, overhead_samples(f, p, with_shapes=True)),
             "kernel_stats": lambda: kernel_stats(G).to_dict(), "sequences": lambda: kernel_sequences(G).to_dict(),
             "memory_timeline": lambda: memory_timeline(G).to_dict(),
-            "report": lambda: report_doc(roofline(G), "kernel", None)}
+            "report": lambda: report_doc(roofline(G), "kernel", None),
+            "categories": lambda: gpu_categories(G).to_dict(), "shapes": lambda: shapes(G).to_dict(),
+            "counters": lambda: cupti_counters(G).to_dict()}
 
 
 ANALYSES = (idle_time, critical_path, launch_stats, queue_length, comm_overlap)

@@ -38,10 +38,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 
+from opgraph.graph.model import AnyGraph, arrays_of
 from opgraph.analysis.display import TableResult, json_value
 
 #: Category of the CUPTI range-profiler events.
@@ -156,11 +156,9 @@ def _counter_frame(args: pd.Series) -> pd.DataFrame:
     return pd.DataFrame(keep, index=args.index)
 
 
-def _nest_parent(G: nx.DiGraph) -> tuple[dict[int, int], np.ndarray, np.ndarray, np.ndarray]:
+def _nest_parent(G: AnyGraph) -> tuple[dict[int, int], np.ndarray, np.ndarray, np.ndarray]:
     """(position of each node key, nest parent position (-1: none), kind, name) per node."""
-    from opgraph.graph.arrays import GraphArrays
-
-    a = GraphArrays.from_graph(G)
+    a = arrays_of(G)
     parent = np.full(a.n, -1, dtype=np.int64)
     ps, pd_ = a.out_edges("nest")
     parent[pd_] = ps
@@ -192,7 +190,7 @@ def _op_stacks(start: np.ndarray, parent: np.ndarray, kind: np.ndarray, name: np
     return innermost, stacks
 
 
-def cupti_counters(G: nx.DiGraph) -> CuptiCounters:
+def cupti_counters(G: AnyGraph) -> CuptiCounters:
     """CUPTI range-profiler counters per range with the op that launched it, and their mean
     per op (module docstring). A graph without ``cuda_profiler_range`` events (or without
     its events table) gives empty tables."""

@@ -129,13 +129,15 @@ def is_multirank_input(inputs: tuple[str, ...] | list[str]) -> bool:
 
 def per_rank_command(input: str, fn: Callable[..., Any], kwargs: dict[str, Any], files: TableFiles | None,
                      as_json: bool, schema: str, doc: Callable[[Any], Any], render: Callable[[Any, Any], None],
-                     workers: int | None = None, scheduler: str | None = None, rank: int | None = None) -> None:
+                     workers: int | None = None, scheduler: str | None = None, rank: int | None = None,
+                     model: bool = False) -> None:
     """A table command on a job's rank traces (a directory, a glob, or several files): the
     analysis ``fn(G, **kwargs)`` runs once per rank in the pool or on the Dask cluster
     (:func:`opgraph.pipelines.per_rank`). Table files hold every rank's rows with a ``rank``
     column first; ``--json`` is ``{"ranks": [{"rank", "file", "result"}]}``
     (schemas/per-rank.schema.json; each ``result`` is the command's own document,
-    ``schema``); the terminal shows each rank's tables under its name."""
+    ``schema``); the terminal shows each rank's tables under its name. ``model``: ``fn``
+    takes the columnar :class:`~opgraph.graph.model.TraceGraph`."""
     import pandas as pd
 
     from opgraph.pipelines import per_rank
@@ -146,7 +148,8 @@ def per_rank_command(input: str, fn: Callable[..., Any], kwargs: dict[str, Any],
         raise OpgraphInputError(input, f"--rank {rank}: selects a rank of a saved job graph; with rank traces "
                                        "every rank is analysed (or give that rank's file)")
     with rank_progress("analysing ranks") as progress:
-        results = per_rank([input], fn, kwargs, workers=workers, scheduler=scheduler, progress=progress)
+        results = per_rank([input], fn, kwargs, workers=workers, scheduler=scheduler, progress=progress,
+                           model=model)
     per = [(ra.rank, ra.result.tables()) for ra in results]
     merged: dict[str, pd.DataFrame] = {}
     for name in dict.fromkeys(n for _, t in per for n in t):  # every table name, first-seen order

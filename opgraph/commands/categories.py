@@ -27,9 +27,10 @@ def categories_cmd(input: str, as_json: bool, csv_dir: TableFiles | None, rank: 
     if is_multirank_input([input]) or scheduler:  # a job's rank traces: one task per rank
         per_rank_command(input, gpu_categories, {}, csv_dir, as_json, "categories.schema.json",
                          lambda res: res.to_dict(),
-                         lambda res, con: render_categories(res.tables(), con), workers, scheduler, rank)
+                         lambda res, con: render_categories(res.tables(), con),
+                         workers, scheduler, rank, model=True)
         return
-    res = gpu_categories(load_input(input, rank=rank))
+    res = gpu_categories(load_input(input, rank=rank, model=True))
     tables = res.tables()
     emit_result(input, tables, csv_dir, as_json, res.to_dict, "categories.schema.json",
                 lambda: render_categories(tables, console()))

@@ -101,7 +101,7 @@ def idle_cmd(input: str, kernel_wait_us: float, top: int, as_json: bool, csv_dir
     if is_multirank_input([input]) or scheduler:  # a job's rank traces: one task per rank
         per_rank_command(input, idle_time, {"kernel_wait_us": kernel_wait_us}, csv_dir, as_json, "idle.schema.json",
                          lambda res: res.to_dict(top=top), lambda res, con: render_idle(res, con, top=top),
-                         workers, scheduler, rank)
+                         workers, scheduler, rank, model=True)
         return
     G = load_input(input, rank=rank, model=True)
     res = idle_time(G, kernel_wait_us=kernel_wait_us)

@@ -28,7 +28,8 @@ def kernels_cmd(input: str, top: int, as_json: bool, csv_dir: TableFiles | None,
     if is_multirank_input([input]) or scheduler:  # a job's rank traces: one task per rank
         per_rank_command(input, kernel_stats, {}, csv_dir, as_json, "kernel-stats.schema.json",
                          lambda res: res.to_dict(),
-                         lambda res, con: render_kernel_stats(res.to_dict(), con, top), workers, scheduler, rank)
+                         lambda res, con: render_kernel_stats(res.to_dict(), con, top),
+                         workers, scheduler, rank, model=True)
         return
     res = kernel_stats(load_input(input, rank=rank, model=True))
     emit_result(input, res.tables, csv_dir, as_json, res.to_dict, "kernel-stats.schema.json",

@@ -33,7 +33,8 @@ def launch_stats_cmd(input: str, call_cutoff_us: float, latency_cutoff_us: float
     if is_multirank_input([input]) or scheduler:  # a job's rank traces: one task per rank
         per_rank_command(input, launch_stats, {"call_cutoff_us": call_cutoff_us, "latency_cutoff_us": latency_cutoff_us}, csv_dir, as_json, "launch-stats.schema.json",
                          lambda res: res.to_dict(top),
-                         lambda res, con: render_launch_stats(res.tables(), con, top), workers, scheduler, rank)
+                         lambda res, con: render_launch_stats(res.tables(), con, top),
+                         workers, scheduler, rank, model=True)
         return
     res = launch_stats(load_input(input, rank=rank, model=True), call_cutoff_us, latency_cutoff_us)
     tables = res.tables()

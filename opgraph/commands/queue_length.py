@@ -29,7 +29,8 @@ def queue_cmd(input: str, limit: int, as_json: bool, csv_dir: TableFiles | None,
     if is_multirank_input([input]) or scheduler:  # a job's rank traces: one task per rank
         per_rank_command(input, queue_length, {"limit": limit}, csv_dir, as_json, "queue-length.schema.json",
                          lambda res: res.to_dict(),
-                         lambda res, con: render_queue_length(res.to_frame(), con), workers, scheduler, rank)
+                         lambda res, con: render_queue_length(res.to_frame(), con),
+                         workers, scheduler, rank, model=True)
         return
     res = queue_length(load_input(input, rank=rank, model=True), limit)
     emit_result(input, res.tables, csv_dir, as_json, res.to_dict, "queue-length.schema.json",
