@@ -288,7 +288,7 @@ def memory_bandwidth(G: nx.DiGraph | PathLike) -> Any:
     """
     from opgraph.analysis.memory_bw import memory_bandwidth as _mbw
 
-    return _mbw(_graph(G))
+    return _mbw(_columns(G))
 
 
 def collectives(G: nx.DiGraph | PathLike) -> Any:
@@ -383,7 +383,7 @@ def advise(G: nx.DiGraph | PathLike) -> Any:
     """
     from opgraph.analysis.recommendations import recommendations
 
-    return recommendations(_graph(G))
+    return recommendations(_columns(G))
 
 
 def shapes(G: nx.DiGraph | PathLike, *, device: str | None = None, dtype: str | None = None) -> Any:

@@ -46,6 +46,8 @@ def _frame_docs(G) -> dict:
     from opgraph.analysis.counters import cupti_counters
     from opgraph.analysis.iterations import data_markers_of, graph_frame, iterations_doc
     from opgraph.analysis.kernel_stats import kernel_stats
+    from opgraph.analysis.memory_bw import memory_bandwidth
+    from opgraph.analysis.recommendations import recommendations
     from opgraph.analysis.shapes import shapes
     from opgraph.analysis.memory_timeline import memory_timeline
     from opgraph.analysis.multistream import summary_doc
@@ -62,7 +64,8 @@ def _frame_docs(G) -> dict:
             "memory_timeline": lambda: memory_timeline(G).to_dict(),
             "report": lambda: report_doc(roofline(G), "kernel", None),
             "categories": lambda: gpu_categories(G).to_dict(), "shapes": lambda: shapes(G).to_dict(),
-            "counters": lambda: cupti_counters(G).to_dict()}
+            "counters": lambda: cupti_counters(G).to_dict(),
+            "memory_bw": lambda: memory_bandwidth(G).to_dict(), "advise": lambda: recommendations(G).to_dict()}
 
 
 ANALYSES = (idle_time, critical_path, launch_stats, queue_length, comm_overlap)

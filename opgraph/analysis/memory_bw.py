@@ -23,10 +23,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 
+from opgraph.graph.model import AnyGraph, TraceGraph
 from opgraph.analysis.display import TableResult, json_records
 
 #: Columns of the per-kind table (``tables()["by_kind"]``, µs and GB/s).
@@ -78,18 +78,32 @@ class MemoryBandwidth(TableResult):
                 "bytes": int(self.copies["bytes"].fillna(0).sum()) if len(self.copies) else 0}
 
 
-def memory_bandwidth(G: nx.DiGraph) -> MemoryBandwidth:
+def _copies(G: AnyGraph) -> list[tuple[int, int, int, Any, int, int, Any]]:
+    """(eid, device, stream, name, ts, dur, args) of every memcpy / memset node, in node
+    order; from the columns of a :class:`~opgraph.graph.model.TraceGraph` (args from its
+    event table), else from the node attributes."""
+    if isinstance(G, TraceGraph):
+        a = G.arrays
+        pos = np.flatnonzero(np.isin(a.kind, ("memcpy", "memset")))
+        ev = G.graph.get("events")
+        eids = a.eid[pos]
+        args = (ev["args"].to_numpy(dtype=object)[eids].tolist() if isinstance(ev, pd.DataFrame) and "args" in ev
+                else [None] * len(pos))
+        return list(zip(eids.tolist(), a.device[pos].tolist(), a.stream[pos].tolist(), a.name[pos].tolist(),
+                        a.ts[pos].tolist(), (a.end - a.ts)[pos].tolist(), args))
+    return [(eid, int(d.get("device", -1)), int(d.get("stream", -1)), d.get("name"), int(d["ts"]), int(d["dur"]),
+             d.get("args")) for eid, d in G.nodes(data=True) if d.get("kind") in ("memcpy", "memset")]
+
+
+def memory_bandwidth(G: AnyGraph) -> MemoryBandwidth:
     """Bytes, time and bandwidth of every memcpy / memset of ``G`` (module docstring)."""
     rows = []
-    for eid, d in G.nodes(data=True):
-        if d.get("kind") not in ("memcpy", "memset"):
-            continue
-        args = d.get("args") or {}
+    for eid, dev, stream, name, ts, dur, args in _copies(G):
+        args = args or {}
         b = args.get("bytes")
         b = int(b) if isinstance(b, (int, float)) and not isinstance(b, bool) and b >= 0 else None
         tg = args.get("memory bandwidth (GB/s)")
-        rows.append((eid, int(d.get("device", -1)), int(d.get("stream", -1)), str(d.get("name")), int(d["ts"]),
-                     int(d["dur"]), b, float(tg) if isinstance(tg, (int, float)) else None))
+        rows.append((eid, dev, stream, str(name), ts, dur, b, float(tg) if isinstance(tg, (int, float)) else None))
     df = pd.DataFrame(rows, columns=["eid", "device", "stream", "kind", "ts_ns", "dur_ns", "bytes", "trace_gbps"])
     df["bytes"] = df["bytes"].astype("Int64")
     b = df["bytes"].astype("Float64").astype(float)

@@ -46,9 +46,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Mapping
 
-import networkx as nx
 import pandas as pd
 
+from opgraph.graph.model import AnyGraph
 from opgraph.analysis.display import TableResult, json_records
 from opgraph.graph.windows import WindowError
 from opgraph.errors import OpgraphInputError
@@ -118,7 +118,7 @@ def _pct(part: float, whole: float) -> float:
 class _Inputs:
     """The analyses the rules read, each computed once on first use."""
 
-    def __init__(self, G: nx.DiGraph, given: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, G: AnyGraph, given: Mapping[str, Any] | None = None) -> None:
         self.G = G
         self._cache: dict[str, Any] = {k: v for k, v in (given or {}).items() if v is not None}
 
@@ -300,12 +300,12 @@ RULES: dict[str, Callable[[_Inputs], list[Finding]]] = {
 }
 
 
-def recommendations(G: nx.DiGraph, given: Mapping[str, Any] | None = None) -> Recommendations:
+def recommendations(G: AnyGraph, given: Mapping[str, Any] | None = None) -> Recommendations:
     """Run every rule of the module docstring over ``G``.
 
     Parameters
     ----------
-    G : networkx.DiGraph
+    G : networkx.DiGraph or TraceGraph
         A single-rank trace graph.
     given : mapping, optional
         Documents already computed with the default options, reused instead of computed
