@@ -27,7 +27,8 @@ from opgraph.graph.arrays import GraphArrays
 from opgraph.graph.model import AnyGraph
 from opgraph.analysis.critical_path.engine import (
     KERNEL_GAP_MAX_NS, LAUNCH_CALL_MAX_NS, LAUNCH_LATENCY_MAX_NS, BoundaryDAG, ExtraEdges, RawSegment,
-    boundary_dag, boundary_times, dag_from_edges, pick_critical, segments, walk_back,
+    SEGMENT_FIELDS, boundary_dag, boundary_times, dag_from_edges, pick_critical, segment_columns, segments,
+    walk_back,
 )
 from opgraph.analysis.critical_path.model import (
     CAT, CATEGORIES, PRIORITY, ROLE_CATEGORY, ROLES, WAIT_CATEGORIES, R, BoundaryEdges, blocking_waits,
@@ -43,7 +44,8 @@ __all__ = [
     "KERNEL_GAP_MAX_NS", "LAUNCH_CALL_MAX_NS", "LAUNCH_LATENCY_MAX_NS",
     "BoundaryDAG", "BoundaryEdges", "ExtraEdges", "RawSegment", "PathSegment", "WindowPath", "CriticalPathResult",
     "boundary_dag", "boundary_edges", "boundary_times", "blocking_waits", "dag_from_edges", "edge_categories",
-    "pick_critical", "segments", "walk_back", "summarize_windows", "critical_path", "window_sinks",
+    "pick_critical", "segments", "segment_columns", "SEGMENT_FIELDS", "walk_back", "summarize_windows",
+    "critical_path", "window_sinks",
     "path_segments", "lane_label", "path_frame", "breakdown_frame",
 ]
 
@@ -59,40 +61,46 @@ def lane_label(a: GraphArrays, p: int) -> str:
     return f"{rank}thread {a.pid[p]}/{a.tid[p]}"
 
 
-def path_segments(d: BoundaryDAG, raw: list[RawSegment]) -> list[PathSegment]:
-    """:class:`PathSegment` objects (eids, names, lanes) of engine segments."""
+def path_segments(d: BoundaryDAG, raw: "list[RawSegment] | dict[str, np.ndarray]") -> list[PathSegment]:
+    """:class:`PathSegment` objects (eids, names, lanes) of engine segments: a list of
+    :class:`RawSegment` or their columns (:func:`segment_columns`)."""
     a = d.arr
-    out: list[PathSegment] = []
-    if not raw:
-        return out
-    lane_pos: dict[int, int] = {}
-    for r in raw:
-        lane_pos.setdefault(r.lane, r.owner if r.owner >= 0 else (r.dst if r.dst >= 0 else r.src))
-    labels = {ln: lane_label(a, p) for ln, p in lane_pos.items()}  # once per lane
-    # the segments' nodes gathered with one numpy take per column
-    pos = np.array([(r.owner, r.src, r.dst) for r in raw], dtype=np.int64)
+    if not isinstance(raw, dict):
+        raw = {f: np.array([getattr(r, f) for r in raw], dtype=bool if f == "inferred" else np.int64)
+               for f in SEGMENT_FIELDS}
+    owner, src, dst, role, lane = raw["owner"], raw["src"], raw["dst"], raw["role"], raw["lane"]
+    n = len(owner)
+    if not n:
+        return []
+    # one label per lane, from the first segment on it (its owner, else its target, else its source)
+    lane_u, first = np.unique(lane, return_index=True)
+    rep = np.where(owner[first] >= 0, owner[first], np.where(dst[first] >= 0, dst[first], src[first]))
+    labels = {int(ln): lane_label(a, int(p)) for ln, p in zip(lane_u.tolist(), rep.tolist())}
+    lanes = [labels[ln] for ln in lane.tolist()]
+    # the dependency's role: its name, "collective" for a caller's edge from a node, "none"
+    role_names = np.array(ROLES + ("collective", "", "none"), dtype=object)
+    edge_code = np.where(role >= 0, role, np.where(src < 0, len(ROLES) + 2,
+                                                   np.where(role == -1, len(ROLES), len(ROLES) + 1)))
+    edges = role_names[edge_code].tolist()
+    pos = np.stack([owner, src, dst], axis=1)
     ok = pos >= 0
     safe = np.where(ok, pos, 0)
-    eid = np.where(ok, a.eid[safe], -1).tolist()
-    kind = a.kind[safe[:, 0]].tolist()
-    name = a.name[safe].tolist()
-    for i, r in enumerate(raw):
-        edge = ROLES[r.role] if r.role >= 0 else ("collective" if r.role == -1 and r.src >= 0 else "")
-        if r.src < 0 and r.role < 0:
-            edge = "none"
-        lane = labels[r.lane]
-        e_o, e_s, e_d = eid[i]
-        fe = e_s if r.src >= 0 else None
-        te = e_d if r.dst >= 0 else None
-        if r.owner >= 0:
-            out.append(PathSegment(e_o, str(kind[i]), str(name[i][0]), r.t0, r.t1,
-                                   CATEGORIES[r.cat], lane, fe, te, r.inferred, edge))
-        else:
-            nm_s = str(name[i][1]) if r.src >= 0 else "window start"
-            nm_d = str(name[i][2]) if r.dst >= 0 else "window start"
-            nm = f"(nothing recorded) -> {nm_d}" if r.src < 0 else f"{nm_s} -> {nm_d}"
-            out.append(PathSegment(None, "between", nm, r.t0, r.t1, CATEGORIES[r.cat], lane, fe, te, r.inferred, edge))
-    return out
+    eids = np.where(ok, a.eid[safe], -1)
+    names = a.name[safe]
+    own_ok = ok[:, 0]
+    eid_o = [e if k else None for e, k in zip(eids[:, 0].tolist(), own_ok.tolist())]
+    eid_s = [e if k else None for e, k in zip(eids[:, 1].tolist(), ok[:, 1].tolist())]
+    eid_d = [e if k else None for e, k in zip(eids[:, 2].tolist(), ok[:, 2].tolist())]
+    kinds = np.where(own_ok, a.kind[safe[:, 0]], "between").tolist()
+    name_o, name_s, name_d = names[:, 0].tolist(), names[:, 1].tolist(), names[:, 2].tolist()
+    text = [str(no) if ko else (f"(nothing recorded) -> {nd if kd else 'window start'}" if not ks
+                                else f"{ns} -> {nd if kd else 'window start'}")
+            for no, ns, nd, ko, ks, kd in zip(name_o, name_s, name_d, own_ok.tolist(), ok[:, 1].tolist(),
+                                              ok[:, 2].tolist())]
+    cats = np.array(CATEGORIES, dtype=object)[raw["cat"]].tolist()
+    cols = zip(eid_o, kinds, text, raw["t0"].tolist(), raw["t1"].tolist(), cats, lanes, eid_s, eid_d,
+               raw["inferred"].astype(bool).tolist(), edges)
+    return [PathSegment(e, str(k), nm, t0, t1, c, ln, fe, te, inf, ed) for e, k, nm, t0, t1, c, ln, fe, te, inf, ed in cols]
 
 
 def window_sinks(d: BoundaryDAG, wins: list[Window]) -> list[tuple[int, int]]:
@@ -164,8 +172,7 @@ def critical_path(G: AnyGraph, window: str | None = None, dag: BoundaryDAG | Non
             results.append(WindowPath(w.name, w.eid, w.start_ns, w.start_ns, [], wl))
             continue
         steps = walk_back(d, 2 * sink + 1, w.start_ns)
-        raw = segments(d, steps)
-        results.append(WindowPath(w.name, w.eid, w.start_ns, wend, path_segments(d, raw), wl,
+        results.append(WindowPath(w.name, w.eid, w.start_ns, wend, path_segments(d, segment_columns(d, steps)), wl,
                                   walked_eids(a, steps)))
     return CriticalPathResult(results, sel.mode)
 

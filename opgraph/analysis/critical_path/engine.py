@@ -214,78 +214,92 @@ class RawSegment:
     inferred: bool
 
 
+#: The fields of a :class:`RawSegment`, the keys of :func:`segment_columns`.
+SEGMENT_FIELDS = ("owner", "cat", "t0", "t1", "src", "dst", "lane", "role", "inferred")
+
+
 def segments(d: BoundaryDAG, steps: list[Step]) -> list[RawSegment]:
     """Categorised segments of walked ``steps`` (module docstring: splits and owners);
-    consecutive pieces of one owner and category are merged."""
+    consecutive pieces of one owner and category are merged (:func:`segment_columns`, as
+    objects)."""
+    c = segment_columns(d, steps)
+    return [RawSegment(*t) for t in zip(*(c[f].tolist() for f in SEGMENT_FIELDS))]
+
+
+def segment_columns(d: BoundaryDAG, steps: list[Step]) -> dict[str, np.ndarray]:
+    """The segments of :func:`segments` as arrays, one per field of :class:`RawSegment`
+    (:data:`SEGMENT_FIELDS`; positions, ns, codes).
+
+    Vectorised: every step becomes up to four pieces (a launch: the call, its untraced
+    tail, the launch latency, the delay before the activity; a stream hand-off: the kernel
+    gap and the delay; any other edge: one piece), empty pieces are dropped, and a piece
+    with an owner joins the one before it when both have the same owner, category and
+    confidence and touch."""
     a = d.arr
-    out: list[RawSegment] = []
-
-    def put(owner: int, cat: int, t0: int, t1: int, s: int, x: int, lane: int, role: int, inf: bool) -> None:
-        if t1 <= t0:
-            return
-        if out and owner >= 0:
-            p = out[-1]
-            if p.owner == owner and p.cat == cat and p.t1 == t0 and p.inferred == inf:
-                p.t1 = t1
-                return
-        out.append(RawSegment(owner, cat, t0, t1, s, x, lane, role, inf))
-
     if not steps:
-        return out
-    # gather every per-step value with one numpy take each, then loop over plain ints
+        return {f: np.empty(0, dtype=bool if f == "inferred" else np.int64) for f in SEGMENT_FIELDS}
     st = np.array(steps, dtype=np.int64)
-    E, U, B = st[:, 0], st[:, 1], st[:, 2]
+    E, U, B, T0, T1 = st[:, 0], st[:, 1], st[:, 2], st[:, 3], st[:, 4]
+    k = len(st)
     X = B // 2
     S = np.where(U >= 0, U // 2, 0)
     Ec = np.maximum(E, 0)
-    lane = a.lane
-    role_l = np.where(E >= 0, d.role[Ec], -1).tolist()
-    cat_l = d.cat[Ec].tolist()
-    own_a = d.own[Ec]
-    own_l = own_a.tolist()
-    inf_l = d.inferred[Ec].astype(bool).tolist()
-    lane_x = lane[X].tolist()
-    lane_s = lane[S].tolist()
-    lane_own = lane[np.where(own_a >= 0, own_a, X)].tolist()
-    end_s = a.end[S].tolist()
-    ts_s = a.ts[S].tolist()
+    has_e = E >= 0
+    role = np.where(has_e, d.role[Ec], -1).astype(np.int64)
+    cat = d.cat[Ec].astype(np.int64)
+    own = d.own[Ec].astype(np.int64)
+    inf = d.inferred[Ec].astype(bool) & has_e
+    lane_x, lane_s = a.lane[X], a.lane[S]
+    lane_own = a.lane[np.where(own >= 0, own, X)]
     if d.held_by is not None:
         hb = d.held_by[X]
-        held_l = (hb >= 0).tolist()
-        hsrc_l = np.where(hb >= 0, hb, S).tolist()
-        hinf_l = (d.held_inferred[X].astype(bool) if d.held_inferred is not None else np.zeros(len(X), bool)).tolist()
-        has_hinf = d.held_inferred is not None
+        held = hb >= 0
+        hsrc = np.where(held, hb, S)
+        h_inf = np.where(held & (d.held_inferred is not None),
+                         (d.held_inferred[X].astype(bool) if d.held_inferred is not None else False) | inf, inf)
     else:
-        held_l = [False] * len(X)
-        hsrc_l = S.tolist()
-        hinf_l = [False] * len(X)
-        has_hinf = False
+        held = np.zeros(k, dtype=bool)
+        hsrc = S
+        h_inf = inf
     untraced, launch_oh, kgap, dwait = CAT["untraced"], CAT["launch_overhead"], CAT["kernel_gap"], CAT["device_wait"]
-    r_launch, r_stream = R["launch"], R["stream"]
-    for i, (e, u, b, t0, t1) in enumerate(steps):
-        x = b // 2
-        if e < 0:
-            put(-1, untraced, t0, t1, -1, x, lane_x[i], -1, False)
-            continue
-        s = u // 2
-        role = role_l[i]
-        inf = inf_l[i]
-        if role == r_launch or role == r_stream:
-            held = held_l[i]
-            h_cat = dwait if held else untraced
-            h_inf = (hinf_l[i] or inf) if (held and has_hinf) else inf
-            if role == r_launch:
-                c_end = min(t1, max(t0, end_s[i]))
-                busy_end = min(c_end, ts_s[i] + LAUNCH_CALL_MAX_NS)
-                put(s, launch_oh, t0, max(t0, busy_end), s, x, lane_s[i], role, inf)
-                put(s, untraced, max(t0, busy_end), c_end, s, x, lane_s[i], role, inf)
-                lat_end = min(t1, c_end + LAUNCH_LATENCY_MAX_NS)
-                put(-1, launch_oh, c_end, lat_end, s, x, lane_x[i], role, inf)
-                put(-1, h_cat, lat_end, t1, hsrc_l[i], x, lane_x[i], role, h_inf)
-            else:
-                g_end = min(t1, t0 + KERNEL_GAP_MAX_NS)
-                put(-1, kgap, t0, g_end, s, x, lane_x[i], role, inf)
-                put(-1, h_cat, g_end, t1, hsrc_l[i], x, lane_x[i], role, h_inf)
-            continue
-        put(own_l[i], cat_l[i], t0, t1, s, x, lane_own[i], role, inf)
-    return out
+    h_cat = np.where(held, dwait, untraced)
+    is_l = has_e & (role == R["launch"])
+    is_s = has_e & (role == R["stream"])
+    other = has_e & ~is_l & ~is_s
+    # launch: call (busy up to LAUNCH_CALL_MAX_NS), its untraced tail, latency, delay
+    c_end = np.minimum(T1, np.maximum(T0, a.end[S]))
+    busy_end = np.maximum(T0, np.minimum(c_end, a.ts[S] + LAUNCH_CALL_MAX_NS))
+    lat_end = np.minimum(T1, c_end + LAUNCH_LATENCY_MAX_NS)
+    g_end = np.minimum(T1, T0 + KERNEL_GAP_MAX_NS)
+    none = np.full(k, -1, dtype=np.int64)
+    # four slots per step: (owner, cat, t0, t1, src, lane, inferred, used)
+    slots = [
+        (np.where(is_l, S, np.where(other, own, -1)),
+         np.where(is_l, launch_oh, np.where(is_s, kgap, np.where(other, cat, untraced))),
+         T0, np.where(is_l, busy_end, np.where(is_s, g_end, T1)),
+         np.where(has_e, S, -1), np.where(is_l, lane_s, np.where(other, lane_own, lane_x)), inf,
+         np.ones(k, dtype=bool)),
+        (np.where(is_l, S, -1), np.where(is_l, untraced, h_cat), np.where(is_l, busy_end, g_end),
+         np.where(is_l, c_end, T1), np.where(is_l, S, hsrc), np.where(is_l, lane_s, lane_x),
+         np.where(is_l, inf, h_inf), is_l | is_s),
+        (none, np.full(k, launch_oh), c_end, lat_end, S, lane_x, inf, is_l),
+        (none, h_cat, lat_end, T1, hsrc, lane_x, h_inf, is_l),
+    ]
+    cols = [np.stack([sl[i] for sl in slots], axis=1).ravel() for i in range(8)]
+    owner, pcat, p0, p1, psrc, plane, pinf, used = cols
+    step_of = np.repeat(np.arange(k), 4)
+    keep = used.astype(bool) & (p1 > p0)
+    idx = np.flatnonzero(keep)
+    owner, pcat, p0, p1, psrc, plane, pinf = (c[idx] for c in (owner, pcat, p0, p1, psrc, plane, pinf))
+    pinf = pinf.astype(bool)
+    sidx = step_of[idx]
+    prole, pdst = role[sidx], X[sidx]
+    # a piece with an owner joins the previous piece: same owner, category, confidence, touching
+    join = np.zeros(len(idx), dtype=bool)
+    if len(idx) > 1:
+        join[1:] = ((owner[1:] >= 0) & (owner[1:] == owner[:-1]) & (pcat[1:] == pcat[:-1])
+                    & (p1[:-1] == p0[1:]) & (pinf[1:] == pinf[:-1]))
+    first = np.flatnonzero(~join)
+    last = np.append(first[1:] - 1, len(idx) - 1)
+    return {"owner": owner[first], "cat": pcat[first], "t0": p0[first], "t1": p1[last], "src": psrc[first],
+            "dst": pdst[first], "lane": plane[first], "role": prole[first], "inferred": pinf[first]}
