@@ -183,6 +183,23 @@ def test_build_with_mismatched_et_is_one_line_error(cli, tmp_path: Path) -> None
     assert not out.exists()
 
 
+@needs_traces
+@pytest.mark.real_traces
+def test_attach_et_refuses_a_mismatched_et_before_changing_the_trace() -> None:
+    """The refusal belongs to :func:`attach_et` itself (API callers get it too), and the
+    Kineto table is untouched when it is raised."""
+    from opgraph.errors import OpgraphInputError
+    from opgraph.ingest import read_trace
+
+    kt = read_trace(TRACES / "A_kineto" / "param_dlrm_8gpu_rank0.pt.trace.json.gz")
+    et = read_trace(TRACES / "B_et" / "param_resnet_2gpu_et_1.1.0.json.gz")
+    before = kt.events["args"].copy()
+    with pytest.raises(OpgraphInputError, match="ET ops matched"):
+        attach_et(kt, et)
+    assert kt.events["args"].equals(before) and "extra_edges" not in kt.meta
+    assert "et_link" not in (kt.meta.get("trace_metadata") or {})
+
+
 @pytest.mark.parametrize("cmd", [["critical-path"], ["breakdown", "--host"], ["idle"], ["iterations"], ["summary"]])
 def test_et_only_tables_are_headed_in_ticks(cli, tiny: Path, cmd: list[str]) -> None:
     """An execution trace records no times: tables and lines print its ordinal positions as

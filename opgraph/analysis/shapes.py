@@ -45,12 +45,13 @@ import orjson
 import pandas as pd
 
 from opgraph.analysis.display import TableResult, json_records, json_value
+from opgraph.analysis.roofline.kernel_names import COMPUTE_FAMILIES
 
 __all__ = ["FAMILIES", "FAMILY_LABELS", "KEY_COLUMNS", "PROBLEM_COLUMNS", "METRIC_COLUMNS", "Shapes", "shapes",
            "shape_columns"]
 
-#: The families with a shape table, in output order.
-FAMILIES: tuple[str, ...] = ("gemm", "attention", "conv")
+#: The families with a shape table, in output order: the roofline's compute families.
+FAMILIES: tuple[str, ...] = COMPUTE_FAMILIES
 #: How the families are named in text.
 FAMILY_LABELS: dict[str, str] = {"gemm": "GEMM", "attention": "attention", "conv": "convolution"}
 #: Leading columns of every table.

@@ -77,7 +77,7 @@ def critical_path_cmd(input: str, window: str | None, as_json: bool, no_path: bo
                                        "this graph has one rank")
     check_window(G, input, window)
     with window_errors(input, "--window"):
-        res = critical_path(G, window=window)
+        res = critical_path(G, window=window, with_nodes=False)
     from opgraph.export.text import render_critical_path
     emit_result(input, res.tables, csv_dir, as_json, lambda: res.to_dict(with_path=not no_path),
                 "critical-path.schema.json", lambda: render_critical_path(res, console(), top=top))

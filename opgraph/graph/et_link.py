@@ -188,11 +188,31 @@ def _align_threads(eo: pd.DataFrame, ko: pd.DataFrame) -> tuple[dict[int, int], 
     return mapping, {str(a): (b if isinstance(b, (int, str)) else str(b)) for a, b in tmap.items()}
 
 
-def attach_et(kineto: EventTable, et: EventTable) -> dict[str, Any]:
+#: Below this share (%) of the ET ops in the trace's time span matched, an ET is not of the
+#: trace's run: :func:`attach_et` refuses it (the ET of the same run matches 95-100 %;
+#: another run's ET matches 0-2 % by coincidence of ids and names).
+ET_MISMATCH_PCT = 20.0
+
+
+def attach_et(kineto: EventTable, et: EventTable, et_path: str | None = None) -> dict[str, Any]:
     """Link ``et`` into ``kineto`` (in place): ET shapes into the matched events' args and
     the ET's data edges between matched events into ``meta['extra_edges']``. Returns the
-    report (also stored in ``meta['trace_metadata']['et_link']``)."""
+    report (also stored in ``meta['trace_metadata']['et_link']``).
+
+    An ET that does not match the trace (under :data:`ET_MISMATCH_PCT` of its ops in the
+    trace's time span matched) raises :class:`~opgraph.errors.OpgraphInputError` naming
+    ``et_path`` (default: the ET's file), before ``kineto`` is changed."""
+    from opgraph.errors import OpgraphInputError
+
     mapping, report = match_et(kineto, et)
+    if report["et_ops"] and report["matched_of_covered_pct"] < ET_MISMATCH_PCT:
+        # next to nothing in common: the few "matches" are coincidences of ids and names
+        raise OpgraphInputError(et_path or et.meta.get("file") or "execution trace",
+                                f"does not match {kineto.meta.get('file') or 'the trace'}: "
+                                f"{report['matched']} of {report['et_ops']} ET ops matched a Kineto op "
+                                f"by {report['method']} ({report['matched_of_covered_pct']:.1f}% of the "
+                                f"{report['covered']} in the trace's time span, under {ET_MISMATCH_PCT:g}%);"
+                                " is it the same run and rank?")
     kev = kineto.events
     eev = et.events
     et_ids = et.meta.get("et_ids")
@@ -256,30 +276,16 @@ def attach_et(kineto: EventTable, et: EventTable) -> dict[str, Any]:
     return report
 
 
-#: Below this share (%) of the ET ops in the trace's time span matched, an ET is not of the
-#: trace's run: ``attach_et_file`` refuses it (the ET of the same run matches 95-100 %;
-#: another run's ET matches 0-2 % by coincidence of ids and names).
-ET_MISMATCH_PCT = 20.0
-
-
 def attach_et_file(kineto: EventTable, et_path: str) -> dict[str, Any]:
-    """Read the ET at ``et_path`` and :func:`attach_et` it to ``kineto``; an ET that does
-    not match the trace (:data:`ET_MISMATCH_PCT`) is refused with one line."""
+    """Read the ET at ``et_path`` and :func:`attach_et` it to ``kineto`` (which refuses an
+    ET that does not match the trace, :data:`ET_MISMATCH_PCT`, with one line)."""
     from opgraph.errors import OpgraphInputError
     from opgraph.ingest import read_trace
 
     et = read_trace(et_path)
     if et.meta.get("format") != "pytorch-et":
         raise OpgraphInputError(et_path, f"--et expects a PyTorch execution trace, this is {et.meta.get('format')}")
-    report = attach_et(kineto, et)
-    if report["et_ops"] and report["matched_of_covered_pct"] < ET_MISMATCH_PCT:
-        # next to nothing in common: the few "matches" are coincidences of ids and names
-        raise OpgraphInputError(et_path, f"does not match {kineto.meta.get('file') or 'the trace'}: "
-                                         f"{report['matched']} of {report['et_ops']} ET ops matched a Kineto op "
-                                         f"by {report['method']} ({report['matched_of_covered_pct']:.1f}% of the "
-                                         f"{report['covered']} in the trace's time span, under {ET_MISMATCH_PCT:g}%);"
-                                         " is it the same run and rank?")
-    return report
+    return attach_et(kineto, et, et_path)
 
 
 def report_line(report: dict[str, Any]) -> str:

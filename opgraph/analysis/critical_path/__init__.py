@@ -140,7 +140,8 @@ def walked_eids(a: GraphArrays, steps: list) -> list[int]:
     return a.eid[seq].tolist() if seq else []
 
 
-def critical_path(G: AnyGraph, window: str | None = None, dag: BoundaryDAG | None = None) -> CriticalPathResult:
+def critical_path(G: AnyGraph, window: str | None = None, dag: BoundaryDAG | None = None, *,
+                  with_nodes: bool = True) -> CriticalPathResult:
     """Critical path per window.
 
     Parameters
@@ -155,6 +156,9 @@ def critical_path(G: AnyGraph, window: str | None = None, dag: BoundaryDAG | Non
         :class:`opgraph.graph.windows.WindowNotFound`).
     dag : BoundaryDAG, optional
         A precomputed boundary DAG of ``G`` (to reuse across calls, or a replay's).
+    with_nodes : bool
+        Record each window's walked event ids (:attr:`WindowPath.nodes`, for pictures of
+        the path); False leaves them empty (they are not part of ``to_dict``).
 
     Returns
     -------
@@ -173,6 +177,6 @@ def critical_path(G: AnyGraph, window: str | None = None, dag: BoundaryDAG | Non
             continue
         steps = walk_back(d, 2 * sink + 1, w.start_ns)
         results.append(WindowPath(w.name, w.eid, w.start_ns, wend, path_segments(d, segment_columns(d, steps)), wl,
-                                  walked_eids(a, steps)))
+                                  walked_eids(a, steps) if with_nodes else []))
     return CriticalPathResult(results, sel.mode)
 

@@ -12,7 +12,7 @@ import numpy as np
 from opgraph.analysis.roofline.objects import map_distinct
 
 #: Families whose FLOPs go to the matrix/conv/attention kernels only.
-COMPUTE_FAMILIES = ("gemm", "conv", "attention")
+COMPUTE_FAMILIES = ("gemm", "attention", "conv")
 _WORK_RE = {
     "gemm": re.compile(r"(?i)gemm|gemv|cutlass|xmma|nvjet|cijk|cublas|wmma|tensorop|hipblaslt|rocblas"
                        r"|matmul|_mm_|dot_kernel|ck::|sm\d\d_|ampere_|volta_|turing_|hopper_|maxwell_"),
