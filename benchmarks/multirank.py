@@ -9,6 +9,9 @@ worker, and the memory of a many-rank job (and, in ``memory`` mode, the job-wide
     # memory: 64 ranks x ~100k events, every rank kept in full, then the saved job loaded
     python benchmarks/multirank.py memory --source /work/bench-data/ns_x2.json --ranks 64
 
+    # stragglers straight from 64 rank traces of 1M events each (no job graph is built)
+    python benchmarks/multirank.py stragglers --source /work/bench-data/ns_x15.json --ranks 64 --workers 2
+
     # quick check of the script itself
     python benchmarks/multirank.py scale --source /work/bench-data/ns_x2.json --ranks 4 --workers 1,2
 
@@ -22,7 +25,9 @@ align, merge; seconds), ``speedup`` (1-worker wall / n-worker wall), ``worker_pe
 (largest ``ru_maxrss`` any pool process reached), ``single_rank_peak_rss_mb`` (one process
 reading and building one rank's graph payload: the single-rank figure), ``client_peak_rss_mb``
 (the process that merges), and for ``memory``: ``load_peak_rss_mb`` (a fresh process
-loading the saved job ``.gpickle`` as a networkx graph).
+loading the saved job ``.gpickle`` as a networkx graph) and the commands' ``peak_rss_mb``;
+for ``stragglers``: ``driver_peak_rss_mb`` (the process that matches the collectives) and
+``worker_peak_rss_mb`` (the largest worker, from the ranks' summaries).
 """
 
 from __future__ import annotations
@@ -124,6 +129,30 @@ print(json.dumps({{"load_s": round(w, 2), "nodes": G.number_of_nodes(), "edges":
     return _child(code)
 
 
+def stragglers_from_ranks(directory: Path, workers: int) -> dict:
+    """What ``opgraph stragglers DIR`` runs (:func:`opgraph.pipelines.job_stragglers`), in a
+    fresh process: wall time, this process's peak RSS and the largest worker's (each rank's
+    summary records its worker's peak)."""
+    code = f"""
+{_RSS}
+import json, time
+from opgraph.analysis.stragglers import stragglers
+from opgraph.graph.model import TraceGraph
+from opgraph.multirank.job import build_job
+t = time.perf_counter()
+jb = build_job([{str(directory)!r}], keep="none", workers={workers})
+rep = stragglers(TraceGraph(jb.payload))
+w = time.perf_counter() - t
+ranks = jb.payload["graph"]["job"]["ranks"]
+print(json.dumps({{"workers": {workers}, "wall_s": round(w, 2), "ranks": len(ranks),
+                   "events": sum(r["summary"]["events"] for r in ranks),
+                   "collective_rows": int(len(jb.payload["graph"]["job"]["collectives"])),
+                   "worker_peak_rss_mb": round(max(r["summary"]["peak_rss_bytes"] for r in ranks) / 2**20, 1),
+                   "driver_peak_rss_mb": round(rss(), 1), "doc_keys": sorted(rep.to_dict())}}))
+"""
+    return _child(code)
+
+
 def run_command(args: list[str]) -> dict:
     """``opgraph ARGS`` in a fresh interpreter, output discarded: wall time and peak RSS."""
     code = f"""
@@ -145,7 +174,7 @@ print(json.dumps({{"command": " ".join({args!r}[:1] + {args!r}[2:]), "wall_s": r
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("mode", choices=("scale", "memory"))
+    ap.add_argument("mode", choices=("scale", "memory", "stragglers"))
     ap.add_argument("--source", type=Path, default=Path("/work/bench-data/ns_x15.json"))
     ap.add_argument("--ranks", type=int, default=16)
     ap.add_argument("--workers", default="1,2", help="scale: comma-separated pool sizes")
@@ -161,7 +190,10 @@ def main() -> None:
         doc: dict = {"mode": a.mode, "source": str(a.source), "ranks": a.ranks, "cores": os.cpu_count(),
                      "write_s": round(time.perf_counter() - t, 1)}
         doc["single_rank"] = single_rank(files[0])
-        if a.mode == "scale":
+        if a.mode == "stragglers":
+            # the job's rank traces straight to stragglers: no job graph, no rank kept in full
+            doc["stragglers"] = stragglers_from_ranks(tmp / "ranks", int(a.workers.split(",")[-1]))
+        elif a.mode == "scale":
             keep = a.keep or "0"
             runs = [job_build(files, int(w), keep) for w in a.workers.split(",")]
             base = runs[0]["wall_s"]

@@ -145,6 +145,21 @@ def job_summary(inputs: list[str], *, workers: int | None = None, scheduler: str
     return summary_doc(results, skipped)
 
 
+def job_stragglers(inputs: list[str], *, workers: int | None = None, scheduler: str | None = None,
+                   progress: Callable[[int, int], None] = _noop) -> Any:
+    """``opgraph stragglers DIR``: the stragglers of a job read from its rank traces, each
+    rank in the pool or on the cluster. No rank is kept in full: only each rank's summary,
+    steps and collective kernels travel to this process, which matches the collectives and
+    ranks the arrivals (:func:`opgraph.analysis.stragglers.stragglers`; the same answer as
+    on the saved job graph)."""
+    from opgraph.analysis.stragglers import stragglers
+    from opgraph.graph.model import TraceGraph
+    from opgraph.multirank.job import build_job
+
+    jb = build_job(inputs, keep="none", workers=workers, scheduler=scheduler, progress=progress)
+    return stragglers(TraceGraph(jb.payload))
+
+
 def augment_file(trace: str, output: str, *, fmt: str | None = None, device: str | None = None,
                  dtype: str | None = None, step: Step = _noop) -> PipelineResult:
     """``opgraph augment TRACE -o OUT``: write ``trace`` back out with FLOPs, bytes and

@@ -81,3 +81,40 @@ def test_dask_cluster_equals_the_pool() -> None:
     assert d.exit_code == 0 and p.exit_code == 0, (d.stderr, p.stderr)
     dd, pp = json.loads(d.stdout), json.loads(p.stdout)
     assert len(dd["ranks"]) == 4 and dd == pp
+
+
+def _job_inputs() -> list[str]:
+    """The synthesized job fixtures (sequential and not) and, when present, the 8-rank DLRM set."""
+    out = [str(SEQ), str(ROOT / "fixtures" / "multirank" / "noseq")]
+    if KINETO_DIR.is_dir() and len(list(KINETO_DIR.glob("param_dlrm_8gpu_rank*.pt.trace.json.gz"))) == 8:
+        out.append(str(KINETO_DIR / "param_dlrm_8gpu_rank*.pt.trace.json.gz"))
+    return [p for p in out if any(ch in p for ch in "*?[") or Path(p).is_dir()]
+
+
+@pytest.mark.parametrize("inputs", _job_inputs(), ids=lambda p: Path(p.replace("*", "")).parent.name + "/" + Path(p).name)
+def test_stragglers_from_rank_traces_equal_the_saved_job(tmp_path: Path, inputs: str) -> None:
+    """``stragglers DIR`` reads each rank in a worker and keeps none in full (only
+    collective kernels and steps travel): the same document as on the job graph built with
+    every rank kept, and as on a Dask LocalCluster."""
+    from distributed import LocalCluster
+
+    job = tmp_path / "job.gpickle"
+    b = _run_cli(["build", inputs, "--keep", "all", "-o", str(job)])
+    assert b.exit_code == 0, b.stderr
+    saved = _run_cli(["stragglers", str(job), "--json"])
+    pool = _run_cli(["stragglers", inputs, "--json", "--workers", "2"])
+    assert saved.exit_code == 0 and pool.exit_code == 0, (saved.stderr, pool.stderr)
+    def same(doc: dict, full: bool) -> dict:
+        # every rank's row says whether the job kept it in full: all of them, or none
+        assert [r["full"] for r in doc["by_rank"]] == [full] * len(doc["by_rank"])
+        return {**doc, "by_rank": [{k: v for k, v in r.items() if k != "full"} for r in doc["by_rank"]]}
+
+    want = same(json.loads(saved.stdout), True)
+    got = json.loads(pool.stdout)
+    assert validation_error(got, "stragglers.schema.json") is None
+    assert same(got, False) == want and want["by_rank"]
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None) as c:
+        d = _run_cli(["stragglers", inputs, "--json", "--scheduler", c.scheduler_address])
+    assert d.exit_code == 0, d.stderr
+    assert same(json.loads(d.stdout), False) == want
