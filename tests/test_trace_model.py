@@ -166,6 +166,7 @@ def test_networkx_view_and_save_round_trip(tmp_path: Path) -> None:
     save_gpickle(G, b)
     A, B = load_gpickle(a, require_opgraph=True), load_gpickle(b, require_opgraph=True)
     assert type(pickle.loads(a.read_bytes())) is nx.DiGraph
+    assert pickle.loads(pickle.dumps(T)).number_of_edges() == G.number_of_edges()  # plain pickle too
     assert dict(A.nodes(data=True)) == dict(B.nodes(data=True))
     assert {(u, v): d for u, v, d in A.edges(data=True)} == {(u, v): d for u, v, d in B.edges(data=True)}
     assert A.graph.keys() == B.graph.keys()

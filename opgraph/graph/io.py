@@ -21,10 +21,11 @@ stays here) and the dispatch by file type (:func:`save_graph`, :func:`load_any`,
 
 from __future__ import annotations
 
+import copyreg
 import io
 import pickle
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import networkx as nx
 import pandas as pd
@@ -36,13 +37,12 @@ from opgraph.graph.node_link import (
     EVENT_INT_COLS, events_from_columns, events_to_columns, from_node_link, job_from_json, job_to_json, json_default,
     save_node_link, to_node_link,
 )
+from opgraph.graph.model import TraceGraph
 from opgraph.graph.payload import graph_to_payload, payload_to_digraph
 from opgraph.graph.unpickler import ALLOWED_GLOBALS, ArrayTooLarge, SafeUnpickler, allocation_cap
 from opgraph.graph.validate import CYCLIC_EDGE_KINDS, DIGRAPH_STATE, check_graph, check_structure
 from opgraph.outfiles import open_atomic
 
-if TYPE_CHECKING:
-    from opgraph.graph.model import TraceGraph
 
 GRAPH_SUFFIXES = (".gpickle", ".json.gz", ".json")
 
@@ -67,6 +67,10 @@ def _rebuild_digraph(payload: dict) -> nx.DiGraph:
     """The function a ``.gpickle`` names to rebuild its graph (allow-listed for unpickling;
     its module and name are part of the file format, so it stays here)."""
     return payload_to_digraph(payload)
+
+
+# a TraceGraph pickles as the DiGraph it stands for: the same reducer as a saved graph
+copyreg.pickle(TraceGraph, lambda tg: (_rebuild_digraph, (tg.payload,)))
 
 
 class GraphPickler(pickle.Pickler):
@@ -169,7 +173,6 @@ def load_gpickle(path: str | Path, require_opgraph: bool = False, model: bool = 
         raise OpgraphInputError(p, f"corrupt pickle: {len(data) - bio.tell()} bytes after the end of the "
                                    f"pickle (at byte {bio.tell()} of {len(data)})")
     if type(G) is _Columns:
-        from opgraph.graph.model import TraceGraph
         from opgraph.graph.validate_columns import check_columns
 
         try:
@@ -268,7 +271,6 @@ def read_input(path: str | Path, format: str | None = None, step=None, model: bo
 
 def _load_any(path: str | Path, format: str | None, step, model: bool) -> "nx.DiGraph | TraceGraph":
     from opgraph.graph.build import build_graph, build_payload
-    from opgraph.graph.model import TraceGraph
 
     got = read_input(path, format, step, model)
     if isinstance(got, (nx.DiGraph, TraceGraph)):

@@ -38,6 +38,9 @@ class TraceGraph:
 
     Derived structure is computed once and cached on the object: :attr:`arrays` (the
     analyses' columns, lanes included), :meth:`to_networkx`, :meth:`node_frame`.
+
+    Pickled, it becomes the ``DiGraph`` it stands for (the reducer is registered by
+    :mod:`opgraph.graph.io`, which holds the function the ``.gpickle`` format names).
     """
 
     def __init__(self, payload: dict[str, Any]):
@@ -66,12 +69,6 @@ class TraceGraph:
         if self._nx is None:
             self._nx = payload_to_digraph(self.payload)
         return self._nx
-
-    def __reduce__(self) -> tuple:
-        # pickles as the DiGraph it stands for (the same bytes a saved DiGraph gives)
-        from opgraph.graph.io import GraphPayload
-
-        return GraphPayload(self.payload).__reduce__()
 
     # ------------------------------------------------------------------ size
     def number_of_nodes(self) -> int:
