@@ -44,6 +44,7 @@ def _frame_docs(G) -> dict:
     stats, sequences, memory timeline), as their commands make them."""
     from opgraph.analysis.categories import gpu_categories
     from opgraph.analysis.counters import cupti_counters
+    from opgraph.analysis.info import trace_info
     from opgraph.analysis.iterations import data_markers_of, graph_frame, iterations_doc
     from opgraph.analysis.kernel_stats import kernel_stats
     from opgraph.analysis.memory_bw import memory_bandwidth
@@ -65,7 +66,8 @@ def _frame_docs(G) -> dict:
             "report": lambda: report_doc(roofline(G), "kernel", None),
             "categories": lambda: gpu_categories(G).to_dict(), "shapes": lambda: shapes(G).to_dict(),
             "counters": lambda: cupti_counters(G).to_dict(),
-            "memory_bw": lambda: memory_bandwidth(G).to_dict(), "advise": lambda: recommendations(G).to_dict()}
+            "memory_bw": lambda: memory_bandwidth(G).to_dict(), "advise": lambda: recommendations(G).to_dict(),
+            "info": lambda: trace_info(G)}
 
 
 ANALYSES = (idle_time, critical_path, launch_stats, queue_length, comm_overlap)
@@ -390,6 +392,9 @@ def test_job_graph_columns_give_the_same_cross_rank_path_and_stragglers(tmp_path
             b = json.dumps(crossrank_critical_path(T, sel).to_dict(), sort_keys=True, default=str)
             assert a == b, (files[0].parent.name, sel)
         assert stragglers(G).to_dict() == stragglers(T).to_dict()
+        from opgraph.analysis.info import trace_info
+        assert json.dumps(trace_info(G), sort_keys=True, default=str) == json.dumps(trace_info(T), sort_keys=True,
+                                                                                   default=str)
         assert T._nx is None
         # and the commands that read the job as columns print the same
         for cmd in (["critical-path", str(out), "--json"], ["stragglers", str(out), "--json"]):

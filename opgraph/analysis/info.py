@@ -8,6 +8,7 @@ from typing import Any
 import networkx as nx
 import pandas as pd
 
+from opgraph.graph.model import AnyGraph, TraceGraph
 from opgraph.graph.windows import select_windows
 from opgraph.ingest.table import DEVICE_ACTIVITY_KINDS
 
@@ -36,14 +37,26 @@ def thread_names(ev: pd.DataFrame) -> dict[tuple[Any, Any], str]:
     return out
 
 
-def trace_info(G: nx.DiGraph) -> dict[str, Any]:
+_NODE_COLUMNS = ["kind", "name", "ts", "dur", "pid", "tid", "device", "stream"]
+
+
+def _node_table(G: AnyGraph) -> pd.DataFrame:
+    """The nodes' ``kind, name, ts, dur, pid, tid, device, stream`` indexed by node id (from
+    the columns of a :class:`~opgraph.graph.model.TraceGraph`, values as Python objects so
+    that the dtypes are inferred as from node dicts)."""
+    if isinstance(G, TraceGraph):
+        return pd.DataFrame({k: G.column(k).tolist() for k in _NODE_COLUMNS}, index=G.node_ids.tolist(),
+                            columns=_NODE_COLUMNS)
+    return pd.DataFrame.from_dict(dict(G.nodes(data=True)), orient="index", columns=_NODE_COLUMNS)
+
+
+def trace_info(G: AnyGraph) -> dict[str, Any]:
     """Everything ``opgraph info`` shows, as JSON-ready data (times in µs)."""
     from opgraph.graph import graph_summary
 
     s = graph_summary(G)
     ev: pd.DataFrame = G.graph["events"]
-    nodes = pd.DataFrame.from_dict(dict(G.nodes(data=True)), orient="index",
-                                   columns=["kind", "name", "ts", "dur", "pid", "tid", "device", "stream"])
+    nodes = _node_table(G)
     act = nodes[nodes["kind"].isin(DEVICE_ACTIVITY_KINDS)]
     streams = []
     if len(act):
@@ -104,12 +117,17 @@ def _graph_replay_section(G: nx.DiGraph) -> dict[str, Any]:
     return {"graph_replay": out}
 
 
-def inferred_dependencies(G: nx.DiGraph) -> list[dict[str, Any]]:
+def inferred_dependencies(G: AnyGraph) -> list[dict[str, Any]]:
     """The dependency kinds the graph builder inferred (edges with ``inferred=True``), one row
     per edge kind and evidence: ``{"kind", "evidence", "count"}`` (docs/model.md, "Inferred
     edges"), most frequent first."""
     acc: dict[tuple[str, str], int] = {}
-    for _u, _v, d in G.edges(data=True):
+    if isinstance(G, TraceGraph):   # only edges with more than a kind can be inferred
+        kinds = G.edge_kinds()
+        edata = ({**d, "kind": kinds[j]} for j, d in G.payload["edge_extra"].items())
+    else:
+        edata = (d for _u, _v, d in G.edges(data=True))
+    for d in edata:
         if d.get("inferred"):
             ev = d.get("evidence") or d.get("sync_kind") or d.get("cat") or ""
             key = (str(d.get("kind")), str(ev))
