@@ -33,6 +33,7 @@ from opgraph.version import GRAPH_SCHEMA_VERSION, __version__
 from opgraph.graph.assemble import assemble_payload
 from opgraph.graph.cycles import MAX_CYCLE_BREAKS, break_cycles, has_cycle
 from opgraph.graph.edge_kinds import EDGE_KINDS
+from opgraph.graph.event_columns import EventColumns
 from opgraph.graph.flows import link_flows
 from opgraph.graph.linking import LAUNCH_API_RE, PRE_TRACE_NS, Edges, StreamIndex, link_launches
 from opgraph.graph.nesting import nest_sweep, sibling_pairs
@@ -42,7 +43,7 @@ from opgraph.graph.summary import edge_kind_counts, graph_summary, node_kind_cou
 from opgraph.graph.syncs import SYNC_TOLERANCE_NS, blocking_call_modes, link_syncs, pageable_dtoh
 from opgraph.graph.threads import fwdbwd_by_sequence, infer_handoffs
 from opgraph.ingest.table import (
-    DEVICE_ACTIVITY_KINDS, DEVICE_KINDS, HOST_KINDS, NODE_KINDS, NONE_ID, EventTable, HealthItem,
+    DEVICE_ACTIVITY_KINDS, DEVICE_KINDS, HOST_KINDS, NONE_ID, EventTable, HealthItem,
 )
 
 Step = Callable[[str], None]
@@ -101,24 +102,13 @@ def build_payload(table: EventTable, step: Step = _noop) -> dict[str, Any]:
         if count:
             health.append(HealthItem(code, int(count), None if example is None else int(example), message))
 
-    kind = ev["kind"].to_numpy(dtype=object)
-    ts = ev["ts_ns"].to_numpy()
-    dur = ev["dur_ns"].to_numpy()
-    end = ts + np.maximum(dur, 0)
-    eid = ev["eid"].to_numpy()
-    corr = ev["correlation"].to_numpy()
+    c = EventColumns.of(ev)   # lanes: one code per (pid, tid); the node mask
+    kind, ts, dur, end, eid, corr = c.kind, c.ts, c.dur, c.end, c.eid, c.corr
+    pid_codes, lane, is_node = c.pid_codes, c.lane, c.is_node
     device = ev["device"].to_numpy()
     stream = ev["stream"].to_numpy()
-    has_ts = ev["has_ts"].to_numpy() if "has_ts" in ev else np.ones(len(ev), dtype=bool)
     names = ev["name"].to_numpy(dtype=object)
 
-    # lanes: one code per (pid, tid)
-    pid_codes, _ = pd.factorize(ev["pid"].to_numpy(dtype=object))
-    tid_codes, tid_u = pd.factorize(ev["tid"].to_numpy(dtype=object))
-    lane, _ = pd.factorize(pid_codes.astype(np.int64) * (len(tid_u) + 2) + tid_codes + 1)
-    lane = lane.astype(np.int64)
-
-    is_node = np.isin(kind, NODE_KINDS) & has_ts & (dur >= 0)
     is_host = is_node & np.isin(kind, HOST_KINDS)
     is_dev = is_node & np.isin(kind, DEVICE_KINDS)
     is_act = is_node & np.isin(kind, DEVICE_ACTIVITY_KINDS)

@@ -7,8 +7,8 @@ other than launches, cycle checks, the networkx graph). The steps are the builde
 functions, called with the builder's inputs: :func:`~opgraph.graph.nesting.nest_sweep`
 over the host events per (pid, tid) lane, :func:`~opgraph.graph.linking.link_launches`
 by correlation, and :func:`~opgraph.graph.build.link_flows` for the activities no
-correlation links. What is repeated here is the glue ``build_payload`` keeps inline: the
-node mask and the lane codes."""
+correlation links; the node mask and the lane codes come from the builder's
+:class:`~opgraph.graph.event_columns.EventColumns`."""
 
 from __future__ import annotations
 
@@ -19,9 +19,10 @@ import pandas as pd
 
 from opgraph.analysis.roofline.objects import isin_obj
 from opgraph.graph.build import link_flows
+from opgraph.graph.event_columns import EventColumns
 from opgraph.graph.linking import Edges, link_launches
 from opgraph.graph.nesting import nest_sweep
-from opgraph.ingest.table import DEVICE_ACTIVITY_KINDS, HOST_KINDS, NODE_KINDS
+from opgraph.ingest.table import DEVICE_ACTIVITY_KINDS, HOST_KINDS
 
 
 @dataclass
@@ -37,28 +38,13 @@ class TableLinks:
     launch: Edges
 
 
-def host_lanes(ev: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """(process codes, lane codes) per event row: one lane per (pid, tid), as the builder
-    codes them."""
-    pid_codes, _ = pd.factorize(ev["pid"].to_numpy(dtype=object))
-    tid_codes, tid_u = pd.factorize(ev["tid"].to_numpy(dtype=object))
-    lane, _ = pd.factorize(pid_codes.astype(np.int64) * (len(tid_u) + 2) + tid_codes + 1)
-    return pid_codes, lane.astype(np.int64)
-
-
 def nest_and_launch_links(ev: pd.DataFrame) -> TableLinks:
     """The nodes, host ``nest`` edges and ``launch`` edges the builder makes for the events
     ``ev`` (a reader's :attr:`~opgraph.ingest.table.EventTable.events`): launches by
     correlation, plus launch flows for the activities no correlation links."""
-    kind = ev["kind"].to_numpy(dtype=object)
-    ts = ev["ts_ns"].to_numpy()
-    dur = ev["dur_ns"].to_numpy()
-    end = ts + np.maximum(dur, 0)
-    eid = ev["eid"].to_numpy()
-    corr = ev["correlation"].to_numpy()
-    has_ts = ev["has_ts"].to_numpy() if "has_ts" in ev else np.ones(len(ev), dtype=bool)
-    pid_codes, lane = host_lanes(ev)
-    is_node = isin_obj(kind, NODE_KINDS) & has_ts & (dur >= 0)
+    c = EventColumns.of(ev)   # the builder's own node mask and lanes
+    kind, ts, end, eid, corr = c.kind, c.ts, c.end, c.eid, c.corr
+    pid_codes, lane, is_node = c.pid_codes, c.lane, c.is_node
     h = np.flatnonzero(is_node & isin_obj(kind, HOST_KINDS))
     nr = nest_sweep(lane[h], ts[h], end[h])
     hp = nr.parent >= 0

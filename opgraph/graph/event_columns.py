@@ -1,0 +1,47 @@
+"""The columns of an event table the graph builder links on (times in ns): one home for
+the node mask and the (pid, tid) lane codes, read by :func:`opgraph.graph.build.build_payload`
+and by the roofline's table-only linking (:mod:`opgraph.analysis.roofline.table_links`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from opgraph.ingest.table import NODE_KINDS
+
+
+@dataclass
+class EventColumns:
+    """Per event row: ``kind`` (object), ``ts``/``dur``/``end`` (ns; ``end`` clips negative
+    durations), ``eid``, ``corr`` (correlation, -1 none), ``has_ts``, ``pid_codes`` (one
+    code per process), ``lane`` (one code per (pid, tid)) and ``is_node`` (a node kind with
+    a timestamp and a duration >= 0: the rows that become graph nodes)."""
+
+    kind: np.ndarray
+    ts: np.ndarray
+    dur: np.ndarray
+    end: np.ndarray
+    eid: np.ndarray
+    corr: np.ndarray
+    has_ts: np.ndarray
+    pid_codes: np.ndarray
+    lane: np.ndarray
+    is_node: np.ndarray
+
+    @classmethod
+    def of(cls, ev: pd.DataFrame) -> "EventColumns":
+        """The columns of a reader's :attr:`~opgraph.ingest.table.EventTable.events`."""
+        kind = ev["kind"].to_numpy(dtype=object)
+        ts = ev["ts_ns"].to_numpy()
+        dur = ev["dur_ns"].to_numpy()
+        has_ts = ev["has_ts"].to_numpy() if "has_ts" in ev else np.ones(len(ev), dtype=bool)
+        pid_codes, _ = pd.factorize(ev["pid"].to_numpy(dtype=object))
+        tid_codes, tid_u = pd.factorize(ev["tid"].to_numpy(dtype=object))
+        lane, _ = pd.factorize(pid_codes.astype(np.int64) * (len(tid_u) + 2) + tid_codes + 1)
+        return cls(kind, ts, dur, ts + np.maximum(dur, 0), ev["eid"].to_numpy(), ev["correlation"].to_numpy(),
+                   has_ts, pid_codes, lane.astype(np.int64), np.isin(kind, NODE_KINDS) & has_ts & (dur >= 0))
+
+
+__all__ = ["EventColumns"]
