@@ -402,3 +402,17 @@ def test_job_graph_columns_give_the_same_cross_rank_path_and_stragglers(tmp_path
             assert res.exit_code == 0, res.output
         got = json.loads(CliRunner().invoke(main, ["critical-path", str(out), "--json"]).output)
         assert got == json.loads(json.dumps(crossrank_critical_path(G).to_dict(), default=str))
+
+
+def test_key_positions_dense_and_sparse_ids() -> None:
+    """Node keys -> positions, by lookup table (dense ids) or sorted search (sparse ids);
+    -1 for keys that are not nodes."""
+    from opgraph.graph.arrays import key_positions
+
+    rng = np.random.default_rng(3)
+    for ids in (rng.permutation(1000), rng.choice(10**12, 500, replace=False)):
+        ids = ids.astype(np.int64)
+        keys = np.concatenate([rng.choice(ids, 300), np.array([-5, 10**13, int(ids.max()) + 1])])
+        want = np.array([dict(zip(ids.tolist(), range(len(ids)))).get(k, -1) for k in keys.tolist()])
+        assert np.array_equal(key_positions(ids, keys), want)
+    assert key_positions(np.empty(0, np.int64), np.array([1])).tolist() == [-1]

@@ -38,7 +38,7 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 import pandas as pd
 
-from opgraph.graph.arrays import GraphArrays
+from opgraph.graph.arrays import GraphArrays, key_positions
 from opgraph.graph.model import AnyGraph, arrays_of, as_networkx
 from opgraph.analysis.critical_path import (CATEGORIES, BoundaryDAG, ExtraEdges, PathSegment, WindowPath,
                                             boundary_dag, breakdown_frame, path_frame, path_segments, segments,
@@ -175,18 +175,7 @@ def node_ranks(G: AnyGraph, a: GraphArrays) -> np.ndarray:
 
 def _positions(a: GraphArrays, nodes: np.ndarray) -> np.ndarray:
     """Positions of node keys ``nodes`` (-1 for keys not in the graph)."""
-    nodes = np.asarray(nodes, dtype=np.int64)
-    if not a.n or not len(nodes):
-        return np.full(len(nodes), -1, dtype=np.int64)
-    lo = int(a.eid.min())
-    if lo >= 0 and int(a.eid.max()) < 4 * a.n + 1024:
-        lut = np.full(int(a.eid.max()) + 1, -1, dtype=np.int64)
-        lut[a.eid] = np.arange(a.n)
-        ok = (nodes >= 0) & (nodes < len(lut))
-        out = np.full(len(nodes), -1, dtype=np.int64)
-        out[ok] = lut[nodes[ok]]
-        return out
-    return np.fromiter((a.pos_of.get(int(x), -1) for x in nodes), dtype=np.int64, count=len(nodes))
+    return key_positions(a.eid, nodes)
 
 
 def _step_table(job: dict[str, Any], a: GraphArrays, rank_of: np.ndarray, ranks: list[int]) -> pd.DataFrame:

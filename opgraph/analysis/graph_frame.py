@@ -16,7 +16,7 @@ import pandas as pd
 
 from opgraph.analysis.kind_codes import K_KERNEL, K_MEMSET, K_OTHER, K_RUNTIME, KIND_CODES, KIND_NAMES
 from opgraph.graph.model import AnyGraph, TraceGraph
-from opgraph.graph.windows import WindowColumns
+from opgraph.graph.windows import WindowColumns, thread_lanes
 
 __all__ = ["GraphFrame", "graph_frame", "frame_of"]
 
@@ -149,12 +149,7 @@ def _frame_of_columns(T: TraceGraph) -> GraphFrame:
     ts = cols["ts"]
     dur = np.maximum(cols["dur"], 0)
     pid, tid = T.column("pid"), T.column("tid")
-    if n:
-        pc, _ = pd.factorize(pd.Series(pid, dtype=object).astype(str))
-        tc, tu = pd.factorize(pd.Series(tid, dtype=object).astype(str))
-        lane = pd.factorize(pc.astype(np.int64) * (len(tu) + 1) + tc)[0].astype(np.int64)
-    else:
-        lane = np.empty(0, np.int64)
+    lane = thread_lanes(pid, tid)
     a = T.arrays   # edge positions in the order a DiGraph iterates them
     parent = np.full(n, -1, dtype=np.int64)
     ns_, nd_ = a.out_edges("nest")
@@ -211,13 +206,7 @@ def graph_frame(G: AnyGraph) -> GraphFrame:
             return np.array([v if isinstance(v, (int, np.integer)) else -1 for v in c], dtype=np.int64)
 
     device, stream, corr, ext = (ints(c) for c in cols[6:10])
-    if n:
-        pc, _ = pd.factorize(pd.Series(pid, dtype=object).astype(str))
-        tc, tu = pd.factorize(pd.Series(tid, dtype=object).astype(str))
-        lane, _ = pd.factorize(pc.astype(np.int64) * (len(tu) + 1) + tc)
-        lane = lane.astype(np.int64)
-    else:
-        lane = np.empty(0, np.int64)
+    lane = thread_lanes(pid, tid)
     # position lookup
     if n and ids.min() >= 0 and ids.max() < 4 * n + 1024:
         pos_of = np.full(int(ids.max()) + 1, -1, dtype=np.int64)

@@ -156,14 +156,7 @@ class GraphArrays:
             rank = np.zeros(n, dtype=np.int64)
         edges: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         if len(src):
-            # node keys -> positions (fast path: keys are 0..max and dense enough)
-            if n and eid.min() >= 0 and eid.max() < 4 * n + 1024:
-                lut = np.full(int(eid.max()) + 1, -1, dtype=np.int64)
-                lut[eid] = np.arange(n)
-                s_pos, d_pos = lut[src], lut[dst]
-            else:
-                s_pos = np.array([pos_of[u] for u in src.tolist()], dtype=np.int64)
-                d_pos = np.array([pos_of[v] for v in dst.tolist()], dtype=np.int64)
+            s_pos, d_pos = key_positions(eid, src), key_positions(eid, dst)
             codes, uniq = pd.factorize(edge_kind)
             per_kind = _edge_attrs(rich, len(src), codes, uniq, pos_of)
             for j, k in enumerate(uniq):
@@ -173,6 +166,27 @@ class GraphArrays:
             per_kind = {}
         return cls(eid, kind, name, ts, ts + dur, pid, tid, device, stream, lane.astype(np.int64), edges, pos_of,
                    rank, per_kind)
+
+
+def key_positions(eid: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Positions in ``eid`` (node keys in node order) of the node keys ``keys``; -1 for a
+    key that is not there. A lookup table when the keys are dense, else a sorted search."""
+    keys = np.asarray(keys, dtype=np.int64)
+    n = len(eid)
+    out = np.full(len(keys), -1, dtype=np.int64)
+    if not n or not len(keys):
+        return out
+    if eid.min() >= 0 and eid.max() < 4 * n + 1024:
+        lut = np.full(int(eid.max()) + 1, -1, dtype=np.int64)
+        lut[eid] = np.arange(n)
+        ok = (keys >= 0) & (keys < len(lut))
+        out[ok] = lut[keys[ok]]
+        return out
+    order = np.argsort(eid, kind="stable")
+    at = np.minimum(np.searchsorted(eid[order], keys), n - 1)
+    hit = eid[order][at] == keys
+    out[hit] = order[at][hit]
+    return out
 
 
 def _edge_attrs(rich: list[tuple[int, dict]], n_edges: int, codes: np.ndarray, uniq: np.ndarray,

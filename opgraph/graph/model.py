@@ -18,7 +18,7 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
-from opgraph.graph.arrays import GraphArrays
+from opgraph.graph.arrays import GraphArrays, key_positions
 from opgraph.graph.payload import PICKLE_MAGIC, graph_to_payload, payload_to_digraph
 
 
@@ -116,15 +116,7 @@ class TraceGraph:
         pos = p["nodes"]
         if len(src):
             # a DiGraph iterates its edges by source node (node order), then by insertion
-            n = len(pos)
-            if n and pos.min() >= 0 and pos.max() < 4 * n + 1024:
-                lut = np.full(int(pos.max()) + 1, -1, dtype=np.int64)
-                lut[pos] = np.arange(n)
-                spos = lut[src]
-            else:
-                at = dict(zip(pos.tolist(), range(n)))
-                spos = np.array([at[u] for u in src.tolist()], dtype=np.int64)
-            order = np.argsort(spos, kind="stable")
+            order = np.argsort(key_positions(pos, src), kind="stable")
             if (order == np.arange(len(order))).all():
                 order = None
         else:

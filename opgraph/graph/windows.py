@@ -127,6 +127,15 @@ class WindowNotFound(WindowError):
 
 
 # --------------------------------------------------------------------------- windows
+def thread_lanes(pid: Any, tid: Any) -> np.ndarray:
+    """One int64 code per distinct (pid, tid) pair (compared as text), in first-seen order."""
+    if not len(pid):
+        return np.empty(0, np.int64)
+    pc, _ = pd.factorize(pd.Series(pid, dtype=object).astype(str))
+    tc, tu = pd.factorize(pd.Series(tid, dtype=object).astype(str))
+    return pd.factorize(pc.astype(np.int64) * (len(tu) + 1) + tc)[0].astype(np.int64)
+
+
 @dataclass(frozen=True)
 class Window:
     """One window: ``[start_ns, end_ns)`` of the range that defines it.
@@ -261,12 +270,7 @@ class WindowColumns:
         name = np.array([d.get("name") for d in attrs], dtype=object)
         ts = np.array([d.get("ts", 0) for d in attrs], dtype=np.int64)
         end = ts + np.maximum(np.array([d.get("dur", 0) for d in attrs], dtype=np.int64), 0)
-        if n:
-            pc, _ = pd.factorize(pd.Series([d.get("pid") for d in attrs], dtype=object).astype(str))
-            tc, tu = pd.factorize(pd.Series([d.get("tid") for d in attrs], dtype=object).astype(str))
-            lane = pd.factorize(pc.astype(np.int64) * (len(tu) + 1) + tc)[0].astype(np.int64)
-        else:
-            lane = np.empty(0, np.int64)
+        lane = thread_lanes([d.get("pid") for d in attrs], [d.get("tid") for d in attrs])
 
         def load() -> np.ndarray:
             src = [u for u, nbrs in G._succ.items() for d in nbrs.values() if d.get("kind") == "launch"]
