@@ -23,6 +23,7 @@ import orjson
 
 from opgraph.errors import OpgraphInputError
 from opgraph.ingest.kineto import parse_json, read_kineto
+from opgraph.ingest.kineto_decode import FieldColumns, decode_kineto
 from opgraph.ingest.source import SQLITE_MAGIC, SourceBytes, read_source
 from opgraph.ingest.table import EventTable, HealthItem, check_times
 
@@ -58,7 +59,11 @@ def parse_trace_doc(src: SourceBytes) -> Any:
 
     CLIntercept writes its Chrome trace without the closing ``]`` (and with a trailing
     comma); such a document is repaired. Anything else that is not JSON raises the JSON
-    reader's one-line error."""
+    reader's one-line error. A Kineto trace object is decoded by the typed one-pass decoder
+    (its ``traceEvents`` as :class:`~opgraph.ingest.kineto_decode.FieldColumns`)."""
+    doc = decode_kineto(src.data)
+    if doc is not None:
+        return doc
     try:
         return parse_json(src)
     except OpgraphInputError as err:
@@ -266,6 +271,8 @@ def read_trace_doc(src: SourceBytes, doc: Any, format: str | None = None) -> Eve
             doc = TextDoc(format)
         fmt = format
     reader = _BY_NAME.get(fmt)
+    if fmt != "kineto" and isinstance(doc, dict) and isinstance(doc.get("traceEvents"), FieldColumns):
+        doc = parse_json(src)  # another reader forced on a Kineto object: it reads plain JSON values
     if reader is not None and (reader.text or not isinstance(doc, TextDoc)):
         return reader.read(src, doc)
     if isinstance(doc, TextDoc):

@@ -10,7 +10,8 @@ fractional the exact integer ns are taken from the decimal *text* of the file (r
 the nearest ns, never truncated). ``displayTimeUnit`` is never used to infer units.
 
 This module is the reader's entry (:func:`read_kineto`: decode, build the table, check it);
-the parts live beside it: :mod:`~opgraph.ingest.kineto_events` (the event loop building the
+the parts live beside it: :mod:`~opgraph.ingest.kineto_decode` (the typed one-pass decoder into per-field
+columns), :mod:`~opgraph.ingest.kineto_events` (the event loop building the
 canonical table), :mod:`~opgraph.ingest.kineto_kinds` (kinds by phase and category),
 :mod:`~opgraph.ingest.kineto_columns` (type checks, linking keys),
 :mod:`~opgraph.ingest.kineto_times` (µs text -> exact int64 ns) and
@@ -28,6 +29,7 @@ import orjson
 from opgraph.gc_pause import gc_paused
 from opgraph.errors import OpgraphInputError
 from opgraph.ingest.depth_limit import ARGS_MAX_DEPTH, ARGS_TOO_DEEP, limit_table_depth
+from opgraph.ingest.kineto_decode import FieldColumns, decode_kineto
 from opgraph.ingest.kineto_events import events_to_table
 from opgraph.ingest.kineto_kinds import CATEGORY_KIND, KNOWN_PH, MTIA_CCP_KIND, MTIA_DEVICE_RECORDS
 from opgraph.ingest.source import SourceBytes, read_source
@@ -65,7 +67,7 @@ def read_kineto(path: str, src: SourceBytes | None = None, doc: Any = None) -> E
     if src is None:
         src = read_source(path)
     if doc is None:
-        doc = parse_json(src)
+        doc = decode_kineto(src.data) or parse_json(src)
     if isinstance(doc, dict):
         if "traceEvents" not in doc:
             raise OpgraphInputError(src.path, "missing 'traceEvents': not a Kineto/Chrome trace")
@@ -75,7 +77,7 @@ def read_kineto(path: str, src: SourceBytes | None = None, doc: Any = None) -> E
         events, top = doc, {}
     else:
         raise OpgraphInputError(src.path, "top-level JSON value is neither an object nor an array")
-    if not isinstance(events, list):
+    if not isinstance(events, (list, FieldColumns)):
         raise OpgraphInputError(src.path, f"'traceEvents' is {type(events).__name__}, expected a list")
     with gc_paused():
         table = events_to_table(src, events)

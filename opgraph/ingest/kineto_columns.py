@@ -19,6 +19,12 @@ from opgraph.errors import OpgraphInputError
 from opgraph.ingest.table import NONE_ID
 
 
+def object_array(values: list) -> np.ndarray:
+    """``values`` as a 1-d object array, element for element (``np.asarray`` would look
+    into each element for a nested sequence first, at twice the cost)."""
+    return np.fromiter(values, dtype=object, count=len(values))
+
+
 def event_error(path: str, idx: int, problem: str) -> OpgraphInputError:
     """The one-line input error about event ``idx`` (0-based, file order) of ``path``."""
     return OpgraphInputError(path, problem, event_index=idx)
@@ -117,7 +123,7 @@ def norm_categorical(vals: list) -> tuple[pd.Categorical, np.ndarray, list]:
     """pid/tid as a categorical of normalised values (digit strings become ints, so that
     ``"24572"`` and ``24572`` are one thread), the rows whose original was a digit string
     (kept for lossless re-export), and the categories as a list."""
-    codes, uniq = pd.factorize(np.asarray(vals, dtype=object))
+    codes, uniq = pd.factorize(object_array(vals))
     uniq = list(uniq)
     digit = np.array([type(u) is str and u.isdigit() for u in uniq], dtype=bool)
     if not digit.any():
@@ -145,13 +151,13 @@ def _categorical(values: list | np.ndarray) -> pd.Categorical:
     return pd.Categorical.from_codes(codes, categories=pd.Index(uniques, dtype=object))
 
 
-def sparse_categorical(values: list, rows: np.ndarray, n: int) -> pd.Categorical:
-    """Categorical of a column that is only set on ``rows`` (None elsewhere)."""
+def sparse_categorical(values: np.ndarray | None, rows: np.ndarray, n: int) -> pd.Categorical:
+    """Categorical of a column (an object array, None when no value is set) that is only
+    set on ``rows`` (None elsewhere)."""
     codes = np.full(n, -1, dtype=np.int64)
     uniques: list = []
-    if len(rows):
-        sub = np.asarray(values, dtype=object)[rows]
-        c, u = pd.factorize(sub)
+    if len(rows) and values is not None:
+        c, u = pd.factorize(values[rows])
         codes[rows] = c
         uniques = list(u)
     return pd.Categorical.from_codes(codes, categories=pd.Index(uniques, dtype=object))

@@ -17,38 +17,42 @@ import numpy as np
 import pandas as pd
 
 from opgraph.ingest.kineto_columns import (
-    check_field_types, event_error, flow_ids, int_arg, norm_categorical, sparse_categorical,
+    check_field_types, event_error, flow_ids, int_arg, norm_categorical, object_array, sparse_categorical,
 )
+from opgraph.ingest.kineto_decode import FieldColumns, columns_of_dicts
 from opgraph.ingest.kineto_kinds import KNOWN_NON_NODE_CATS, kind_categories, mtia_kinds, pair_kinds
 from opgraph.ingest.kineto_times import check_us_range, exact_ts_ns
 from opgraph.ingest.source import SourceBytes
 from opgraph.ingest.steps import STEP_RE
 from opgraph.ingest.table import NONE_ID, EventTable
 
-#: The keys an event's canonical columns hold; any other key is kept in ``extra``.
-_STANDARD_KEYS = frozenset({"ph", "cat", "name", "pid", "tid", "ts", "dur", "args", "id", "bp"})
 _STREAM_TID_RE = re.compile(r"^stream\s+(\d+)")
 
 
-def events_to_table(src: SourceBytes, events: list) -> EventTable:
-    """The canonical event table of the decoded Chrome events ``events`` (a list of
-    dicts, times in µs) of ``src``: fields type-checked (one-line error on the first bad
-    event), kinds from (phase, category), linking keys from args, exact int64 ns times,
-    ``B``/``E`` pairs joined, and the recoverable oddities as health warnings."""
+def events_to_table(src: SourceBytes, events: list | FieldColumns) -> EventTable:
+    """The canonical event table of the Chrome events ``events`` of ``src`` (a list of
+    decoded dicts, or their :class:`~opgraph.ingest.kineto_decode.FieldColumns`; times in
+    µs): fields type-checked (one-line error on the first bad event), kinds from (phase,
+    category), linking keys from args, exact int64 ns times, ``B``/``E`` pairs joined, and
+    the recoverable oddities as health warnings."""
     path = src.path
     n = len(events)
-    if not set(map(type, events)) <= {dict}:
-        for i, e in enumerate(events):
-            if type(e) is not dict:
-                raise event_error(path, i, f"event is {type(e).__name__}, expected an object")
-    rows = [(e.get("ph"), e.get("cat"), e.get("name"), e.get("pid"), e.get("tid"), e.get("ts"),
-             e.get("dur"), e.get("args"), e.get("id"), e.get("bp")) for e in events]
-    ph, cat, name, pid, tid, ts, dur, args, fid, bp = map(list, zip(*rows)) if rows else ([],) * 10
-    del rows
+    if not isinstance(events, FieldColumns):
+        if not set(map(type, events)) <= {dict}:
+            for i, e in enumerate(events):
+                if type(e) is not dict:
+                    raise event_error(path, i, f"event is {type(e).__name__}, expected an object")
+        events = columns_of_dicts(events)
+    cols = events
+    ph, cat, name, pid, tid, ts, dur, args, fid, bp = (cols.ph, cols.cat, cols.name, cols.pid, cols.tid, cols.ts,
+                                                       cols.dur, cols.args, cols.id, cols.bp)
+    extra = cols.extra if cols.extra is not None else np.full(n, None, dtype=object)
+    del events, cols
 
     # --- validation: fast type scans, a precise message on the first bad event ---
     check_field_types(path, ph, "ph", (str,), np.ones(n, dtype=bool), "a string")
-    ph_codes, ph_uniques = pd.factorize(np.asarray(ph, dtype=object))
+    ph_a = object_array(ph)
+    ph_codes, ph_uniques = pd.factorize(ph_a)
     ph_u = list(ph_uniques)
     is_x = ph_codes == (ph_u.index("X") if "X" in ph_u else -2)
     is_b = ph_codes == (ph_u.index("B") if "B" in ph_u else -2)
@@ -63,12 +67,12 @@ def events_to_table(src: SourceBytes, events: list) -> EventTable:
     # cat and bp are looked up as keys: a list or object there is one line, not a TypeError
     check_field_types(path, cat, "cat", (str, int, float, bool), None, "a string")
     check_field_types(path, bp, "bp", (str, int, float, bool), None, "a string")
-    args_arr = np.asarray(args, dtype=object) if n else np.empty(0, dtype=object)
+    args_arr = object_array(args)
     if not set(map(type, name)) <= {str, type(None)}:
         name = [v if v is None or type(v) is str else str(v) for v in name]
-    has_ts = np.not_equal(np.asarray(ts, dtype=object), None) if ts_none else np.ones(n, dtype=bool)
+    has_ts = np.not_equal(object_array(ts), None) if ts_none else np.ones(n, dtype=bool)
     if dur_none:
-        dur_obj = np.asarray(dur, dtype=object)
+        dur_obj = object_array(dur)
         has_dur = np.not_equal(dur_obj, None)
         dur_obj[~has_dur] = 0
         dur_f = dur_obj.astype(np.float64)
@@ -91,14 +95,15 @@ def events_to_table(src: SourceBytes, events: list) -> EventTable:
     dur_ns[~has_dur] = -1
 
     # --- kinds, from (ph, cat) pairs looked up once per distinct pair ---
-    cat_codes, cat_uniques = pd.factorize(np.asarray(cat, dtype=object), use_na_sentinel=True)
+    cat_a = object_array(cat)
+    cat_codes, cat_uniques = pd.factorize(cat_a, use_na_sentinel=True)
     n_cat = len(cat_uniques) + 1  # slot 0 = missing category
     pair = ph_codes.astype(np.int64) * n_cat + (cat_codes + 1)
     pair_u, pair_inv = np.unique(pair, return_inverse=True)
     cat_list = [None] + list(cat_uniques)
     pair_kind, unknown_pairs, unknown_ph_pairs = pair_kinds(pair_u, ph_u, cat_list, n_cat)
     kind = np.asarray(pair_kind, dtype=object)[pair_inv]
-    name_codes, name_uniques = pd.factorize(np.asarray(name, dtype=object))
+    name_codes, name_uniques = pd.factorize(object_array(name))
     # Old traces record ProfilerStep#N and record_function labels as "Operator".
     step_names = pd.Series(name_uniques, dtype=object).astype(str).str.match(STEP_RE).to_numpy(bool)
     if step_names.any():
@@ -122,8 +127,7 @@ def events_to_table(src: SourceBytes, events: list) -> EventTable:
     flow_rows = np.flatnonzero(np.isin(kind, ["flow_start", "flow_end"]))
     flow_id = np.full(n, NONE_ID, dtype=np.int64)
     if len(flow_rows):
-        fid_arr = np.asarray(fid, dtype=object)
-        flow_id[flow_rows] = flow_ids(fid_arr[flow_rows].tolist())
+        flow_id[flow_rows] = flow_ids([fid[i] for i in flow_rows.tolist()])
     # Old traces: 0 means "none" for the external id.
     external_id[external_id == 0] = NONE_ID
     pid_cat, pid_digit_rows, pid_u = norm_categorical(pid)
@@ -147,14 +151,7 @@ def events_to_table(src: SourceBytes, events: list) -> EventTable:
         lane = pid_codes_n.astype(np.int64) * (len(tid_u) + 1) + tid_codes_n
         be_unmatched = _pair_begin_end(path, ts_ns, dur_ns, is_b & has_ts, is_e & has_ts, lane)
 
-    # Keys beyond the canonical ones are kept per event for lossless re-export.
-    extra = np.full(n, None, dtype=object)
-    all_keys = set().union(*events) if n else set()
-    odd = all_keys - _STANDARD_KEYS
-    if odd:
-        for i, e in enumerate(events):
-            if len(e.keys() - _STANDARD_KEYS):
-                extra[i] = {k: e[k] for k in e.keys() - _STANDARD_KEYS}
+    # Keys beyond the canonical ones are in ``extra`` (for lossless re-export).
     # Originals that the canonical columns normalise are kept too, so that re-export
     # writes them back as they were: digit-string pids/tids, non-integer or non-flow ids,
     # and bp on events that are not flows.
@@ -166,14 +163,15 @@ def events_to_table(src: SourceBytes, events: list) -> EventTable:
     is_flow[flow_rows] = True
     fid_types = set(map(type, fid)) - {type(None)}
     if fid_types:
-        has_id = np.not_equal(np.asarray(fid, dtype=object), None)
+        has_id = np.not_equal(object_array(fid), None)
         odd_rows = has_id & ~is_flow
         if fid_types - {int}:
             odd_rows |= has_id & np.fromiter((type(v) is not int for v in fid), dtype=bool, count=n)
         for i in np.flatnonzero(odd_rows).tolist():
             keep.setdefault(i, {})["id"] = fid[i]
-    if set(map(type, bp)) - {type(None)}:
-        for i in np.flatnonzero(np.not_equal(np.asarray(bp, dtype=object), None) & ~is_flow).tolist():
+    bp_a = object_array(bp) if set(map(type, bp)) - {type(None)} else None
+    if bp_a is not None:
+        for i in np.flatnonzero(np.not_equal(bp_a, None) & ~is_flow).tolist():
             keep.setdefault(i, {})["bp"] = bp[i]
     for i, d in keep.items():
         extra[i] = {**(extra[i] or {}), **d}
@@ -196,7 +194,7 @@ def events_to_table(src: SourceBytes, events: list) -> EventTable:
         "flow_id": flow_id,
         "rank": np.full(n, NONE_ID, dtype=np.int64),
         "args": args_arr,
-        "bp": sparse_categorical(bp, flow_rows, n),
+        "bp": sparse_categorical(bp_a, flow_rows, n),
         "extra": extra,
         "has_ts": has_ts,
     }, copy=False)
@@ -212,15 +210,15 @@ def events_to_table(src: SourceBytes, events: list) -> EventTable:
                    f"and {ne} 'E' without a 'B' (kept, but not graph nodes)")
     if unknown_ph_pairs:
         um = np.isin(pair_inv, unknown_ph_pairs)
-        vc = pd.Series(np.asarray(ph, dtype=object)[um]).map(repr).value_counts()
+        vc = pd.Series(ph_a[um]).map(repr).value_counts()
         table.warn("unknown_phase", int(um.sum()), int(np.flatnonzero(um)[0]),
                    "events with a phase ('ph') opgraph does not read, kept as 'other' (not graph nodes): "
                    + ", ".join(f"{k} ({v})" for k, v in vc.head(5).items()))
     if unknown_pairs:
         um = np.isin(pair_inv, unknown_pairs)
-        um &= ~np.isin(np.asarray(cat, dtype=object), list(KNOWN_NON_NODE_CATS))
+        um &= ~np.isin(cat_a, list(KNOWN_NON_NODE_CATS))
         if um.any():
-            vc = pd.Series(np.asarray(cat, dtype=object)[um]).fillna("<none>").value_counts()
+            vc = pd.Series(cat_a[um]).fillna("<none>").value_counts()
             table.warn("unknown_category", int(um.sum()), int(np.flatnonzero(um)[0]),
                        "complete events with unknown categories kept as 'other' (not graph nodes): "
                        + ", ".join(f"{k} ({v})" for k, v in vc.head(5).items()))
