@@ -6,6 +6,20 @@ collectives), the multi-rank matching and every exporter.
 from __future__ import annotations
 
 import re
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+
+def names_where(names: np.ndarray, test: Callable[[str], object]) -> np.ndarray:
+    """Boolean per element of ``names`` (any array): a string for which ``test`` is true.
+    Each distinct name is tested once (a trace repeats a few thousand names over a million
+    events); missing and non-string names are False."""
+    arr = names if isinstance(names, np.ndarray) and names.dtype == object else np.asarray(names, dtype=object)
+    codes, uniq = pd.factorize(arr)
+    hit = np.fromiter((isinstance(u, str) and bool(test(u)) for u in uniq), dtype=bool, count=len(uniq))
+    return np.append(hit, False)[codes]
 
 
 #: Kernel-name normalisation levels (see :func:`normalize_kernel_name`).

@@ -45,6 +45,7 @@ from opgraph.graph.threads import fwdbwd_by_sequence, infer_handoffs
 from opgraph.ingest.table import (
     DEVICE_ACTIVITY_KINDS, DEVICE_KINDS, HOST_KINDS, NONE_ID, EventTable, HealthItem,
 )
+from opgraph.names import names_where
 
 Step = Callable[[str], None]
 
@@ -175,8 +176,7 @@ def build_payload(table: EventTable, step: Step = _noop) -> dict[str, Any]:
         warn("kernel_without_launch", len(unlinked), unlinked[0],
              "device activities whose launching runtime call is absent from the trace")
     launched_rt = np.unique(launch.src)
-    is_launch_api = np.fromiter((isinstance(n, str) and bool(LAUNCH_API_RE.match(n)) for n in names[rt]),
-                                dtype=bool, count=len(rt))
+    is_launch_api = names_where(names[rt], LAUNCH_API_RE.match)
     lonely = np.setdiff1d(eid[rt][is_launch_api], launched_rt)
     if len(lonely):
         warn("launch_without_kernel", len(lonely), lonely[0],

@@ -35,9 +35,10 @@ def infer_stream_joins(act: np.ndarray, names: np.ndarray, dkey: np.ndarray, dev
     empty = Edges(np.empty(0, np.int64), np.empty(0, np.int64), {"inferred": np.empty(0, dtype=bool)})
     if not len(act):
         return empty
-    uniq, codes = np.unique(names[act].astype(str), return_inverse=True)
-    is_comm_u = pd.Series(uniq).str.contains(COMM_KERNEL_PATTERN, regex=True).to_numpy(bool)
-    is_comm = is_comm_u[codes]
+    # one regex test per distinct name (factorized as objects: no fixed-width copy of the names)
+    codes, uniq = pd.factorize(names[act])
+    is_comm_u = pd.Series(uniq, dtype=object).astype(str).str.contains(COMM_KERNEL_PATTERN, regex=True)
+    is_comm = np.append(is_comm_u.to_numpy(bool), False)[codes]  # code -1 (no name): not a collective
     coll = act[is_comm]
     if not len(coll):
         return empty

@@ -21,6 +21,7 @@ import re
 import numpy as np
 
 from opgraph.graph.linking import Edges
+from opgraph.names import names_where
 
 #: An activity that starts more than this (ns) after both its launch call returned and its
 #: stream's previous activity ended was held by something (the critical path's bound on the
@@ -104,8 +105,7 @@ def infer_wait_calls(act: np.ndarray, dkey: np.ndarray, ts: np.ndarray, end: np.
     runtime calls, ``launch_calls`` the calls with a launch edge (positions)."""
     e = np.empty(0, np.int64)
     empty = Edges(e, e.copy(), {"inferred": np.empty(0, bool), "evidence": np.empty(0, object)})
-    is_wait = np.fromiter((isinstance(n, str) and bool(STREAM_WAIT_CALL_RE.match(n)) for n in names[rt].tolist()),
-                          dtype=bool, count=len(rt))
+    is_wait = names_where(names[rt], STREAM_WAIT_CALL_RE.match)
     waits = rt[is_wait]
     if not len(waits) or not len(act):
         return empty

@@ -17,6 +17,7 @@ import pandas as pd
 from opgraph.graph.linking import (
     BLOCKING_COPY_RE, DEVICE_SYNC_RE, EVENT_SYNC_RE, STREAM_SYNC_RE, SYNC_RECORD_KINDS, Edges, StreamIndex,
 )
+from opgraph.names import names_where
 
 #: A blocking call may return up to this long after the GPU work it awaited ended (ns).
 SYNC_TOLERANCE_NS = 1000
@@ -219,8 +220,7 @@ def int_or_none(v: Any) -> int | None:
 def pageable_dtoh(names: np.ndarray) -> np.ndarray:
     """Copies from device to pageable host memory: their (async) API call returns only once
     the copy has completed (CUDA runtime API docs, "API synchronization behavior")."""
-    return np.fromiter((isinstance(n, str) and "DtoH" in n and "Pageable" in n for n in names),
-                       dtype=bool, count=len(names))
+    return names_where(names, lambda n: "DtoH" in n and "Pageable" in n)
 
 
 __all__ = ["SYNC_TOLERANCE_NS", "link_syncs", "blocking_call_modes", "int_or_none", "pageable_dtoh"]

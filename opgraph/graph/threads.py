@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from opgraph.graph.linking import Edges
+from opgraph.names import names_where
 
 #: A thread's quiet stretch must last at least this long to be checked for a hand-off (ns).
 HANDOFF_MIN_NS = 200_000
@@ -157,8 +158,7 @@ def infer_handoffs(eid: np.ndarray, lane: np.ndarray, pid: np.ndarray, ts: np.nd
             best_end[sel] = r_end[better]
     burst = best_last >= 0
     # --- blocking calls with no burst: the resume half alone ---
-    is_block = np.fromiter((isinstance(x, str) and bool(BLOCKING_WAIT_RE.search(x)) for x in names.tolist()),
-                           dtype=bool, count=m)
+    is_block = names_where(names, BLOCKING_WAIT_RE.search)
     cand = np.flatnonzero(~burst & (q_from == q_to) & ~q_from_end & q_to_end & is_block[q_to])
     n_block = 0
     if len(cand):
