@@ -38,6 +38,7 @@ from opgraph.graph.node_link import (
     save_node_link, to_node_link,
 )
 from opgraph.graph.model import TraceGraph
+from opgraph.graph.packed_args import pack_args, unpack_payload
 from opgraph.graph.payload import graph_to_payload, payload_to_digraph
 from opgraph.graph.unpickler import ALLOWED_GLOBALS, ArrayTooLarge, SafeUnpickler, allocation_cap
 from opgraph.graph.validate import CYCLIC_EDGE_KINDS, DIGRAPH_STATE, check_graph, check_structure
@@ -60,17 +61,18 @@ class GraphPayload:
         self.payload = payload
 
     def __reduce__(self):
-        return _rebuild_digraph, (self.payload,)
+        return _rebuild_digraph, (pack_args(self.payload),)
 
 
 def _rebuild_digraph(payload: dict) -> nx.DiGraph:
     """The function a ``.gpickle`` names to rebuild its graph (allow-listed for unpickling;
-    its module and name are part of the file format, so it stays here)."""
-    return payload_to_digraph(payload)
+    its module and name are part of the file format, so it stays here). A packed args
+    column (:mod:`opgraph.graph.packed_args`) is put back first."""
+    return payload_to_digraph(unpack_payload(payload))
 
 
 # a TraceGraph pickles as the DiGraph it stands for: the same reducer as a saved graph
-copyreg.pickle(TraceGraph, lambda tg: (_rebuild_digraph, (tg.payload,)))
+copyreg.pickle(TraceGraph, lambda tg: (_rebuild_digraph, (pack_args(tg.payload),)))
 
 
 class GraphPickler(pickle.Pickler):
@@ -81,7 +83,7 @@ class GraphPickler(pickle.Pickler):
         if type(obj) is nx.DiGraph:
             payload = graph_to_payload(obj)
             if payload is not None:
-                return _rebuild_digraph, (payload,)
+                return _rebuild_digraph, (pack_args(payload),)
             # the ordinary way, without the views networkx caches in __dict__ (G.nodes,
             # G.degree, ...): their classes are not on the loader's allow-list
             state = {k: v for k, v in obj.__dict__.items() if k in DIGRAPH_STATE}
@@ -179,7 +181,7 @@ def load_gpickle(path: str | Path, require_opgraph: bool = False, model: bool = 
             check_columns(G.payload, p, len(data))
         except (ValueError, TypeError, AttributeError, IndexError, KeyError, OverflowError) as e:
             raise OpgraphInputError(p, f"corrupt graph columns ({type(e).__name__}: {e})") from None
-        return TraceGraph(G.payload)
+        return TraceGraph(G.payload, args_source=(p, len(data)))
     if type(G) is not nx.DiGraph:
         raise OpgraphInputError(p, f"pickle holds a {type(G).__name__}, not a networkx DiGraph")
     check_structure(G, p)

@@ -101,9 +101,10 @@ def check_graph(G: nx.DiGraph, path: str, file_size: int, require_opgraph: bool 
                                           f"(edge kinds {', '.join(kinds_in)}), which must be acyclic")
 
 
-def check_graph_attrs(gr: dict, path: str) -> None:
+def check_graph_attrs(gr: dict, path: str, args_packed: bool = False) -> None:
     """The graph attributes the analyses need (``events``, ``source``, ``schema_version``,
-    the typed optional ones, a job's tables), or one line naming ``path``."""
+    the typed optional ones, a job's tables), or one line naming ``path``. ``args_packed``:
+    the event table's ``args`` column is saved apart (:mod:`opgraph.graph.packed_args`)."""
     missing = [k for k in ("events", "source", "schema_version") if k not in gr]
     if missing:
         raise OpgraphInputError(path, "not an opgraph graph: graph attribute(s) " + ", ".join(map(repr, missing))
@@ -123,7 +124,7 @@ def check_graph_attrs(gr: dict, path: str) -> None:
     if not {str, type(None)}.issuperset(map(type, gr["source"].values())):
         raise OpgraphInputError(path, "graph attribute 'source' must hold strings")
     ev = gr["events"]
-    lack = [c for c in _REQUIRED_EVENT_COLS if c not in ev.columns]
+    lack = [c for c in _REQUIRED_EVENT_COLS if c not in ev.columns and not (args_packed and c == "args")]
     if lack:
         raise OpgraphInputError(path, f"the event table lacks column(s) {', '.join(lack)}")
     for c in EVENT_INT_COLS:

@@ -1,0 +1,195 @@
+"""The event table's ``args`` column, packed in a saved graph and unpacked when read.
+
+A 1M-event trace has 1M ``args`` dicts. Unpickling them and checking their bounds was most
+of what loading a saved graph cost, yet the analyses that work on the columns (idle, the
+critical path, launch statistics, queue lengths, overlap, iterations, summary, overheads)
+never read them. So a ``.gpickle`` holds the column as one pickled buffer beside an event
+table without it (:func:`pack_args`), and a graph loaded in column form keeps the buffer
+until something reads ``graph["events"]`` (:class:`LazyGraphAttrs`): then it is unpickled
+by the safe unpickler, bounded like every loaded attribute, and put back in its place.
+Values are pickled, so they come back exactly (any Python value the table held).
+
+A plain unpickler, or a load as ``networkx``, unpacks at once (:func:`unpack_payload`), so
+those readers see the table as it was saved.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from opgraph.errors import OpgraphInputError
+from opgraph.graph.attr_bounds import BoundsBudget
+from opgraph.graph.unpickler import SafeUnpickler, allocation_cap
+
+#: The payload key of the packed column: ``(column position, pickled object array)``.
+ARGS_KEY = "events_args"
+
+
+def pack_args(payload: dict[str, Any]) -> dict[str, Any]:
+    """``payload`` as it is saved: the event table without ``args`` and the column as one
+    pickled buffer under :data:`ARGS_KEY`. A payload already packed, or whose table has no
+    ``args`` column, is returned as it is (a graph loaded lazily is saved again without
+    ever unpacking its args)."""
+    graph = payload.get("graph")
+    if not isinstance(graph, dict):
+        return payload
+    if ARGS_KEY in payload and isinstance(graph, LazyGraphAttrs) and graph.args_pending:
+        out = dict(payload)
+        out["graph"] = graph.raw()   # as loaded: the table without args, the column still packed
+        return out
+    ev = dict.get(graph, "events")
+    if not isinstance(ev, pd.DataFrame) or "args" not in ev.columns:
+        return payload
+    pos = list(ev.columns).index("args")
+    blob = pickle.dumps(ev["args"].to_numpy(dtype=object), protocol=5)
+    packed_graph = dict(graph.items()) if not isinstance(graph, LazyGraphAttrs) else graph.raw()
+    packed_graph["events"] = ev.drop(columns=["args"])
+    out = {k: v for k, v in payload.items() if k != ARGS_KEY}
+    out["graph"] = packed_graph
+    out[ARGS_KEY] = (pos, blob)
+    return out
+
+
+def check_packed(packed: Any, ev: pd.DataFrame, path: str) -> None:
+    """The packed column's shape (a position within the table and a byte buffer), or one
+    line naming ``path``; its contents are checked when unpacked."""
+    ok = (type(packed) is tuple and len(packed) == 2 and type(packed[0]) is int
+          and 0 <= packed[0] <= len(ev.columns) and type(packed[1]) is bytes)
+    if not ok:
+        raise OpgraphInputError(path, "corrupt graph columns: the packed event args are not (position, bytes)")
+    if "args" in ev.columns:
+        raise OpgraphInputError(path, "corrupt graph columns: event args both packed and in the table")
+
+
+def unpack_args(ev: pd.DataFrame, packed: Any, path: str, file_size: int | None = None) -> pd.DataFrame:
+    """The event table ``ev`` with its packed ``args`` column put back: unpickled by the
+    safe unpickler (allocations capped relative to ``file_size``, the saved file's size in
+    bytes), checked to be one value per event and bounded as any loaded attribute. Bad
+    contents raise :class:`~opgraph.errors.OpgraphInputError` naming ``path``."""
+    check_packed(packed, ev, path)
+    pos, blob = packed
+    size = int(file_size) if file_size is not None else len(blob)
+    try:
+        arr = SafeUnpickler(io.BytesIO(blob), max_bytes=allocation_cap(size)).load()
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError,
+            ImportError, MemoryError, RecursionError) as e:
+        raise OpgraphInputError(path, f"corrupt graph columns: the packed event args ({type(e).__name__}: {e})") \
+            from None
+    if type(arr) is not np.ndarray or arr.dtype != object or arr.ndim != 1 or len(arr) != len(ev):
+        raise OpgraphInputError(path, f"corrupt graph columns: the packed event args are not one value per event "
+                                      f"({len(ev)} events)")
+    vals = arr.tolist()
+    BoundsBudget(size, track=False).column(path, "event args", list(range(len(vals))), vals)
+    out = ev.copy(deep=False)
+    out.insert(pos, "args", arr)
+    return out
+
+
+def unpack_payload(payload: dict[str, Any], path: str = "<pickle>") -> dict[str, Any]:
+    """``payload`` with a packed args column put back into its event table (a payload with
+    nothing packed is returned as it is). Runs inside unpickling: bad contents raise
+    ValueError, which the loader words as a corrupt pickle of its file."""
+    if ARGS_KEY not in payload:
+        return payload
+    graph = payload.get("graph")
+    if not isinstance(graph, dict) or not isinstance(dict.get(graph, "events"), pd.DataFrame):
+        raise ValueError("packed event args without an event table")
+    out = {k: v for k, v in payload.items() if k != ARGS_KEY}
+    g = dict(graph.items())
+    try:
+        g["events"] = unpack_args(dict.get(graph, "events"), payload[ARGS_KEY], path)
+    except OpgraphInputError as e:   # inside an unpickler, which names the file itself
+        raise ValueError((f"event {e.event_index}: " if e.event_index is not None else "") + e.problem) from None
+    out["graph"] = g
+    return out
+
+
+class LazyGraphAttrs(dict):
+    """Graph attributes whose event table gets its ``args`` column back the first time the
+    table is read (``["events"]``, ``.get("events")``, the views, a copy, pickling).
+
+    Everything else reads as the plain dict it is; :attr:`args_pending` says whether the
+    column is still packed."""
+
+    def __init__(self, attrs: dict[str, Any], unpack: Callable[[pd.DataFrame], pd.DataFrame]):
+        super().__init__(attrs)
+        self._unpack: Callable[[pd.DataFrame], pd.DataFrame] | None = unpack
+
+    @property
+    def args_pending(self) -> bool:
+        """True while the event table's args are still packed."""
+        return self._unpack is not None
+
+    def raw(self) -> dict[str, Any]:
+        """A plain copy of the attributes as they are now, without unpacking."""
+        return {k: dict.__getitem__(self, k) for k in dict.keys(self)}
+
+    def _ready(self) -> None:
+        unpack = self._unpack
+        if unpack is not None and dict.__contains__(self, "events"):
+            dict.__setitem__(self, "events", unpack(dict.__getitem__(self, "events")))
+        self._unpack = None
+
+    def __getitem__(self, key: str) -> Any:
+        if key == "events":
+            self._ready()
+        return dict.__getitem__(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if key == "events":
+            self._ready()
+        return dict.get(self, key, default)
+
+    def pop(self, key: str, *default: Any) -> Any:
+        if key == "events":
+            self._ready()
+        return dict.pop(self, key, *default)
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        if key == "events":
+            self._ready()
+        return dict.setdefault(self, key, default)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        if key == "events":
+            self._unpack = None   # a table set by hand replaces the packed one
+        dict.__setitem__(self, key, value)
+
+    def items(self):  # type: ignore[override]
+        self._ready()
+        return dict.items(self)
+
+    def values(self):  # type: ignore[override]
+        self._ready()
+        return dict.values(self)
+
+    def __iter__(self):
+        # not dict's own iterator: dict(x), {**x} and update(x) then go through keys() and
+        # __getitem__, which unpack, instead of copying the packed table
+        return iter(list(dict.keys(self)))
+
+    def copy(self) -> dict[str, Any]:
+        self._ready()
+        return dict(dict.items(self))
+
+    def __eq__(self, other: object) -> bool:
+        self._ready()
+        return dict.__eq__(self, other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return "{" + ", ".join(f"{k!r}: {'<event table, args packed>' if k == 'events' and self.args_pending else repr(v)}"
+                               for k, v in dict.items(self)) + "}"
+
+    def __reduce__(self) -> tuple:
+        self._ready()
+        return dict, (dict(dict.items(self)),)
+
+
+__all__ = ["ARGS_KEY", "LazyGraphAttrs", "check_packed", "pack_args", "unpack_args", "unpack_payload"]
