@@ -126,15 +126,20 @@ class WindowPath:
     def top(self, device: bool, n: int = 10) -> list[dict[str, Any]]:
         """Events with the most time on the path inside their own interval (device
         activities or host events); stretches between events count for no event."""
-        acc: dict[tuple[str, str], int] = {}
+        return self._tops(n, self.length_ns)[1 if device else 0]
+
+    def _tops(self, n: int, length_ns: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """(host events, device activities) with the most time on the path, in one pass."""
+        acc: tuple[dict[tuple[str, str], int], dict[tuple[str, str], int]] = ({}, {})
         for s in self.path:
             if s.eid is None:
                 continue
-            if (s.kind in _DEVICE_KINDS) == device:
-                acc[(s.kind, s.name)] = acc.get((s.kind, s.name), 0) + s.dur_ns
-        rows = sorted(acc.items(), key=lambda kv: -kv[1])[:n]
-        total = self.length_ns or 1
-        return [{"kind": k, "name": nm, "time_us": v / 1000.0, "pct": 100.0 * v / total} for (k, nm), v in rows]
+            d = acc[s.kind in _DEVICE_KINDS]
+            key = (s.kind, s.name)
+            d[key] = d.get(key, 0) + s.end_ns - s.start_ns
+        total = length_ns or 1
+        return tuple([{"kind": k, "name": nm, "time_us": v / 1000.0, "pct": 100.0 * v / total}
+                      for (k, nm), v in sorted(a.items(), key=lambda kv: -kv[1])[:n]] for a in acc)  # type: ignore[return-value]
 
     def to_dict(self, with_path: bool = True) -> dict[str, Any]:
         # one pass for the breakdown and one for the confidence (the properties each walk the path)
@@ -152,8 +157,8 @@ class WindowPath:
             "inferred_us": inferred / 1000.0,
             "inferred_pct": 100.0 * inferred / length if length else 0.0,
             "longest_wait": _wait_dict(conf["longest_wait"]),
-            "top_ops": self.top(device=False), "top_kernels": self.top(device=True),
         }
+        d["top_ops"], d["top_kernels"] = self._tops(10, length)
         if with_path:
             d["path"] = [s.to_dict() for s in self.path]
         return d
