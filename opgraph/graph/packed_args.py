@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from opgraph.errors import OpgraphInputError
+from opgraph.gc_pause import gc_paused
 from opgraph.graph.attr_bounds import BoundsBudget
 from opgraph.graph.unpickler import SafeUnpickler, allocation_cap
 
@@ -132,7 +133,10 @@ class LazyGraphAttrs(dict):
     def _ready(self) -> None:
         unpack = self._unpack
         if unpack is not None and dict.__contains__(self, "events"):
-            dict.__setitem__(self, "events", unpack(dict.__getitem__(self, "events")))
+            # a million long-lived dicts: the cyclic GC only costs time here, and they are
+            # frozen out of its later full passes, as a load does (opgraph.graph.io.load_any)
+            with gc_paused(freeze=True):
+                dict.__setitem__(self, "events", unpack(dict.__getitem__(self, "events")))
         self._unpack = None
 
     def __getitem__(self, key: str) -> Any:
