@@ -186,31 +186,40 @@ def _thread_segments(a: GraphArrays, members: np.ndarray) -> tuple[np.ndarray, n
     en = a.end[order].tolist()
     pos = order.tolist()
     lo = -(2**62)
-    s_l, e_l, o_l = [], [], []
+    s_l: list[int] = []
+    e_l: list[int] = []
+    o_l: list[int] = []
+    add_s, add_e, add_o = s_l.append, e_l.append, o_l.append   # (inlined: 500k+ segments per thread)
     stack: list[tuple[int, int]] = []
+    pop, push = stack.pop, stack.append
     cur = lo
-
-    def emit(t0: int, t1: int, owner: int) -> None:
-        if t1 > t0:
-            s_l.append(t0)
-            e_l.append(t1)
-            o_l.append(owner)
-
     for s, e, p in zip(ts, en, pos):
         while stack and stack[-1][0] <= s:
-            te, tp = stack.pop()
-            emit(cur, te, tp)
-            cur = max(cur, te)
-        emit(cur, s, stack[-1][1] if stack else -1)
-        cur = max(cur, s)
+            te, tp = pop()
+            if te > cur:
+                add_s(cur)
+                add_e(te)
+                add_o(tp)
+                cur = te
+        if s > cur:
+            add_s(cur)
+            add_e(s)
+            add_o(stack[-1][1] if stack else -1)
+            cur = s
         if stack and e > stack[-1][0]:
             e = stack[-1][0]
-        stack.append((e, p))
+        push((e, p))
     while stack:
-        te, tp = stack.pop()
-        emit(cur, te, tp)
-        cur = max(cur, te)
-    emit(cur, 2**62, -1)
+        te, tp = pop()
+        if te > cur:
+            add_s(cur)
+            add_e(te)
+            add_o(tp)
+            cur = te
+    if 2**62 > cur:
+        add_s(cur)
+        add_e(2**62)
+        add_o(-1)
     return np.array(s_l, dtype=np.int64), np.array(e_l, dtype=np.int64), np.array(o_l, dtype=np.int64)
 
 
