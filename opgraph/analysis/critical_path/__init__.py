@@ -35,14 +35,15 @@ from opgraph.analysis.critical_path.model import (
     boundary_edges, edge_categories,
 )
 from opgraph.analysis.critical_path.result import (
-    CriticalPathResult, PathSegment, WindowPath, breakdown_frame, path_frame, summarize_windows,
+    CriticalPathResult, PathSegment, SegmentTable, WindowPath, breakdown_frame, path_frame, summarize_windows,
 )
 from opgraph.graph.windows import Window, select_windows
 
 __all__ = [
     "CATEGORIES", "WAIT_CATEGORIES", "ROLES", "R", "CAT", "PRIORITY", "ROLE_CATEGORY",
     "KERNEL_GAP_MAX_NS", "LAUNCH_CALL_MAX_NS", "LAUNCH_LATENCY_MAX_NS",
-    "BoundaryDAG", "BoundaryEdges", "ExtraEdges", "RawSegment", "PathSegment", "WindowPath", "CriticalPathResult",
+    "BoundaryDAG", "BoundaryEdges", "ExtraEdges", "RawSegment", "PathSegment", "SegmentTable", "WindowPath",
+    "CriticalPathResult", "segment_table",
     "boundary_dag", "boundary_edges", "boundary_times", "blocking_waits", "dag_from_edges", "edge_categories",
     "pick_critical", "segments", "segment_columns", "SEGMENT_FIELDS", "walk_back", "summarize_windows",
     "critical_path", "window_sinks",
@@ -61,9 +62,9 @@ def lane_label(a: GraphArrays, p: int) -> str:
     return f"{rank}thread {a.pid[p]}/{a.tid[p]}"
 
 
-def path_segments(d: BoundaryDAG, raw: "list[RawSegment] | dict[str, np.ndarray]") -> list[PathSegment]:
-    """:class:`PathSegment` objects (eids, names, lanes) of engine segments: a list of
-    :class:`RawSegment` or their columns (:func:`segment_columns`)."""
+def segment_table(d: BoundaryDAG, raw: "list[RawSegment] | dict[str, np.ndarray]") -> SegmentTable:
+    """The :class:`SegmentTable` (eids, names, lanes as columns) of engine segments: a list
+    of :class:`RawSegment` or their columns (:func:`segment_columns`)."""
     a = d.arr
     if not isinstance(raw, dict):
         raw = {f: np.array([getattr(r, f) for r in raw], dtype=bool if f == "inferred" else np.int64)
@@ -71,36 +72,43 @@ def path_segments(d: BoundaryDAG, raw: "list[RawSegment] | dict[str, np.ndarray]
     owner, src, dst, role, lane = raw["owner"], raw["src"], raw["dst"], raw["role"], raw["lane"]
     n = len(owner)
     if not n:
-        return []
+        e = np.empty(0, np.int64)
+        o = np.empty(0, object)
+        return SegmentTable({"eid": e, "kind": o, "name": o, "start_ns": e, "end_ns": e, "bound_by": o, "lane": o,
+                             "from_eid": e, "to_eid": e, "inferred": np.empty(0, bool), "edge": o})
     # one label per lane, from the first segment on it (its owner, else its target, else its source)
-    lane_u, first = np.unique(lane, return_index=True)
+    lane_u, first, lane_inv = np.unique(lane, return_index=True, return_inverse=True)
     rep = np.where(owner[first] >= 0, owner[first], np.where(dst[first] >= 0, dst[first], src[first]))
-    labels = {int(ln): lane_label(a, int(p)) for ln, p in zip(lane_u.tolist(), rep.tolist())}
-    lanes = [labels[ln] for ln in lane.tolist()]
+    lane_labels = np.array([lane_label(a, int(p)) for p in rep.tolist()], dtype=object)
     # the dependency's role: its name, "collective" for a caller's edge from a node, "none"
     role_names = np.array(ROLES + ("collective", "", "none"), dtype=object)
     edge_code = np.where(role >= 0, role, np.where(src < 0, len(ROLES) + 2,
                                                    np.where(role == -1, len(ROLES), len(ROLES) + 1)))
-    edges = role_names[edge_code].tolist()
     pos = np.stack([owner, src, dst], axis=1)
     ok = pos >= 0
     safe = np.where(ok, pos, 0)
     eids = np.where(ok, a.eid[safe], -1)
     names = a.name[safe]
     own_ok = ok[:, 0]
-    eid_o = [e if k else None for e, k in zip(eids[:, 0].tolist(), own_ok.tolist())]
-    eid_s = [e if k else None for e, k in zip(eids[:, 1].tolist(), ok[:, 1].tolist())]
-    eid_d = [e if k else None for e, k in zip(eids[:, 2].tolist(), ok[:, 2].tolist())]
-    kinds = np.where(own_ok, a.kind[safe[:, 0]], "between").tolist()
+    kinds = np.where(own_ok, a.kind[safe[:, 0]], "between").astype(object)
+    kinds = np.array([str(k) for k in kinds.tolist()], dtype=object)
     name_o, name_s, name_d = names[:, 0].tolist(), names[:, 1].tolist(), names[:, 2].tolist()
     text = [str(no) if ko else (f"(nothing recorded) -> {nd if kd else 'window start'}" if not ks
                                 else f"{ns} -> {nd if kd else 'window start'}")
             for no, ns, nd, ko, ks, kd in zip(name_o, name_s, name_d, own_ok.tolist(), ok[:, 1].tolist(),
                                               ok[:, 2].tolist())]
-    cats = np.array(CATEGORIES, dtype=object)[raw["cat"]].tolist()
-    cols = zip(eid_o, kinds, text, raw["t0"].tolist(), raw["t1"].tolist(), cats, lanes, eid_s, eid_d,
-               raw["inferred"].astype(bool).tolist(), edges)
-    return [PathSegment(e, str(k), nm, t0, t1, c, ln, fe, te, inf, ed) for e, k, nm, t0, t1, c, ln, fe, te, inf, ed in cols]
+    return SegmentTable({
+        "eid": eids[:, 0], "kind": kinds, "name": np.array(text, dtype=object),
+        "start_ns": np.asarray(raw["t0"], dtype=np.int64), "end_ns": np.asarray(raw["t1"], dtype=np.int64),
+        "bound_by": np.array(CATEGORIES, dtype=object)[raw["cat"]], "lane": lane_labels[lane_inv.ravel()],
+        "from_eid": eids[:, 1], "to_eid": eids[:, 2], "inferred": np.asarray(raw["inferred"]).astype(bool),
+        "edge": role_names[edge_code]})
+
+
+def path_segments(d: BoundaryDAG, raw: "list[RawSegment] | dict[str, np.ndarray]") -> list[PathSegment]:
+    """:class:`PathSegment` objects (eids, names, lanes) of engine segments: a list of
+    :class:`RawSegment` or their columns (:func:`segment_columns`)."""
+    return segment_table(d, raw).objects()
 
 
 def window_sinks(d: BoundaryDAG, wins: list[Window]) -> list[tuple[int, int]]:
@@ -176,7 +184,7 @@ def critical_path(G: AnyGraph, window: str | None = None, dag: BoundaryDAG | Non
             results.append(WindowPath(w.name, w.eid, w.start_ns, w.start_ns, [], wl))
             continue
         steps = walk_back(d, 2 * sink + 1, w.start_ns)
-        results.append(WindowPath(w.name, w.eid, w.start_ns, wend, path_segments(d, segment_columns(d, steps)), wl,
+        results.append(WindowPath(w.name, w.eid, w.start_ns, wend, segment_table(d, segment_columns(d, steps)), wl,
                                   walked_eids(a, steps) if with_nodes else []))
     return CriticalPathResult(results, sel.mode)
 

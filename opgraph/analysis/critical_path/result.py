@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Sequence
 
+import numpy as np
 import pandas as pd
 
 from opgraph.analysis.critical_path.model import CATEGORIES, WAIT_CATEGORIES
@@ -50,8 +51,135 @@ class PathSegment:
                 "from_eid": self.from_eid, "to_eid": self.to_eid, "inferred": self.inferred, "edge": self.edge}
 
 
+#: The columns of a :class:`SegmentTable`, in :class:`PathSegment` field order.
+SEGMENT_COLUMNS = ("eid", "kind", "name", "start_ns", "end_ns", "bound_by", "lane", "from_eid", "to_eid",
+                   "inferred", "edge")
+
+
+class SegmentTable(Sequence[PathSegment]):
+    """A window's path held as columns (one entry per segment, path order); it reads as
+    the list of :class:`PathSegment` it stands for, each made on request.
+
+    ``cols`` maps :data:`SEGMENT_COLUMNS` to arrays: ``eid``/``from_eid``/``to_eid``
+    int64 (-1 = none), ``start_ns``/``end_ns`` int64 ns, ``inferred`` bool, the others
+    object arrays of str. The window summaries (length, breakdown, confidence, top
+    events, the document) are computed on the columns."""
+
+    __slots__ = ("cols", "_objs")
+
+    def __init__(self, cols: dict[str, np.ndarray]):
+        self.cols = cols
+        self._objs: list[PathSegment] | None = None
+
+    def __len__(self) -> int:
+        return len(self.cols["start_ns"])
+
+    def _lists(self) -> list[list]:
+        c = self.cols
+        out = []
+        for f in SEGMENT_COLUMNS:
+            v = c[f].tolist()
+            if f in ("eid", "from_eid", "to_eid"):
+                v = [None if x < 0 else x for x in v]
+            out.append(v)
+        return out
+
+    def objects(self) -> list[PathSegment]:
+        """The segments as :class:`PathSegment` objects (made once)."""
+        if self._objs is None:
+            self._objs = [PathSegment(*row) for row in zip(*self._lists())]
+        return self._objs
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice) or self._objs is not None:
+            return self.objects()[i]
+        c = self.cols
+        row = [c[f][i] for f in SEGMENT_COLUMNS]
+        row = [(None if x < 0 else int(x)) if f in ("eid", "from_eid", "to_eid") else
+               int(x) if f in ("start_ns", "end_ns") else bool(x) if f == "inferred" else x
+               for f, x in zip(SEGMENT_COLUMNS, row)]
+        return PathSegment(*row)
+
+    def __iter__(self):
+        return iter(self.objects())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (SegmentTable, list, tuple)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"SegmentTable({len(self)} segments)"
+
+    def __reduce__(self) -> tuple:
+        return SegmentTable, (self.cols,)
+
+    @property
+    def dur(self) -> np.ndarray:
+        return self.cols["end_ns"] - self.cols["start_ns"]
+
+    def totals(self, categories: Sequence[str], cut: int | None = None) -> tuple[dict[str, int], int]:
+        """(ns per category, ns resting on inferred edges) of the segments after ``cut``
+        (ns; each segment's part at or after it), or of all of them."""
+        start, end = self.cols["start_ns"], self.cols["end_ns"]
+        lo = start if cut is None else np.maximum(start, cut)
+        d = end - lo
+        keep = d > 0
+        out = {c: 0 for c in categories}
+        bb = self.cols["bound_by"]
+        if keep.any():
+            uniq, inv = np.unique(bb[keep].astype(str), return_inverse=True)
+            sums = np.zeros(len(uniq), dtype=np.int64)
+            np.add.at(sums, inv, d[keep])
+            for c, v in zip(uniq.tolist(), sums.tolist()):
+                out[c] += v      # (a category outside ``categories`` is a KeyError, as in a list)
+        inferred = int(d[keep & self.cols["inferred"]].sum())
+        return out, inferred
+
+    def longest_wait(self) -> PathSegment | None:
+        """The first of the longest wait segments (:data:`WAIT_CATEGORIES`), or None."""
+        w = np.isin(self.cols["bound_by"], list(WAIT_CATEGORIES))
+        if not w.any():
+            return None
+        idx = np.flatnonzero(w)
+        return self[int(idx[int(np.argmax(self.dur[idx]))])]
+
+    def tops(self, n: int, total_ns: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """(host events, device activities) with the most path time inside their own
+        interval: per (kind, name), first-appearance order, sorted by time (stable)."""
+        c = self.cols
+        m = c["eid"] >= 0
+        out: list[list[dict[str, Any]]] = []
+        total = total_ns or 1
+        kinds = c["kind"][m]
+        dev = np.isin(kinds, list(_DEVICE_KINDS))
+        names, dur = c["name"][m], self.dur[m]
+        for want in (False, True):
+            sel = dev == want
+            if not sel.any():
+                out.append([])
+                continue
+            g = pd.DataFrame({"k": kinds[sel], "n": names[sel], "d": dur[sel]}).groupby(
+                ["k", "n"], sort=False)["d"].sum()
+            items = sorted(zip(g.index.tolist(), g.to_numpy().tolist()), key=lambda kv: -kv[1])[:n]
+            out.append([{"kind": k, "name": nm, "time_us": v / 1000.0, "pct": 100.0 * v / total}
+                        for (k, nm), v in items])
+        return out[0], out[1]
+
+    def dicts(self) -> list[dict[str, Any]]:
+        """``PathSegment.to_dict()`` of every segment, made from the columns."""
+        e, k, nm, t0, t1, bb, ln, fe, te, inf, ed = self._lists()
+        return [{"eid": a, "kind": b, "name": c_, "start_us": s0 / 1000.0, "end_us": s1 / 1000.0, "bound_by": x,
+                 "lane": y, "from_eid": f, "to_eid": t, "inferred": i, "edge": z}
+                for a, b, c_, s0, s1, x, y, f, t, i, z in zip(e, k, nm, t0, t1, bb, ln, fe, te, inf, ed)]
+
+
 def _confidence(path: Sequence[PathSegment]) -> dict[str, Any]:
     """How much of ``path`` rests on inferred edges (ns) and its longest wait segment."""
+    if isinstance(path, SegmentTable):
+        return {"inferred_ns": int(path.dur[path.cols["inferred"]].sum()), "longest_wait": path.longest_wait()}
     inferred = sum(s.dur_ns for s in path if s.inferred)
     waits = [s for s in path if s.bound_by in WAIT_CATEGORIES]
     longest = max(waits, key=lambda s: s.dur_ns) if waits else None
@@ -92,10 +220,14 @@ class WindowPath:
 
     @property
     def length_ns(self) -> int:
+        if isinstance(self.path, SegmentTable):
+            return int(self.path.dur.sum())
         return int(sum(s.dur_ns for s in self.path))
 
     @property
     def breakdown_ns(self) -> dict[str, int]:
+        if isinstance(self.path, SegmentTable):
+            return self.path.totals(self.categories)[0]
         out = {c: 0 for c in self.categories}
         for s in self.path:
             out[s.bound_by] += s.dur_ns
@@ -130,6 +262,8 @@ class WindowPath:
 
     def _tops(self, n: int, length_ns: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """(host events, device activities) with the most time on the path, in one pass."""
+        if isinstance(self.path, SegmentTable):
+            return self.path.tops(n, length_ns)
         acc: tuple[dict[tuple[str, str], int], dict[tuple[str, str], int]] = ({}, {})
         for s in self.path:
             if s.eid is None:
@@ -160,7 +294,7 @@ class WindowPath:
         }
         d["top_ops"], d["top_kernels"] = self._tops(10, length)
         if with_path:
-            d["path"] = [s.to_dict() for s in self.path]
+            d["path"] = self.path.dicts() if isinstance(self.path, SegmentTable) else [s.to_dict() for s in self.path]
         return d
 
 
@@ -183,12 +317,18 @@ def summarize_windows(windows: Sequence[Any], categories: Sequence[str]) -> dict
         cut = w.start_ns if covered is None else max(w.start_ns, covered)
         if w.end_ns > cut:
             union += w.end_ns - cut
-        for s in w.path:
-            lo, hi = max(s.start_ns, cut), s.end_ns
-            if hi > lo:
-                tot[s.bound_by] += hi - lo
-                if s.inferred:
-                    inferred += hi - lo
+        if isinstance(w.path, SegmentTable):
+            part, inf = w.path.totals(categories, cut)
+            for c, v in part.items():
+                tot[c] += v
+            inferred += inf
+        else:
+            for s in w.path:
+                lo, hi = max(s.start_ns, cut), s.end_ns
+                if hi > lo:
+                    tot[s.bound_by] += hi - lo
+                    if s.inferred:
+                        inferred += hi - lo
         lw = _confidence(w.path)["longest_wait"]
         if lw is not None and (longest is None or lw.dur_ns > longest.dur_ns):
             longest = lw
