@@ -303,7 +303,7 @@ def collectives(G: nx.DiGraph | PathLike) -> Any:
     """
     from opgraph.analysis.collectives import collectives as _coll
 
-    return _coll(_graph(G))
+    return _coll(_columns(G))
 
 
 def launch_stats(G: nx.DiGraph | PathLike, call_cutoff_us: float = 50.0, latency_cutoff_us: float = 100.0) -> Any:

@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 import opgraph
+from opgraph.analysis.collectives import collectives
 from opgraph.analysis.critical_path import critical_path
 from opgraph.analysis.idle import idle_time
 from opgraph.analysis.launch_stats import launch_stats
@@ -70,7 +71,7 @@ def _frame_docs(G) -> dict:
             "info": lambda: trace_info(G)}
 
 
-ANALYSES = (idle_time, critical_path, launch_stats, queue_length, comm_overlap)
+ANALYSES = (idle_time, critical_path, launch_stats, queue_length, comm_overlap, collectives)
 
 
 def _real_traces() -> list[Path]:

@@ -30,11 +30,13 @@ import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import networkx as nx
+import numpy as np
 import pandas as pd
 
 from opgraph.dtypes import DTYPE_TABLE
 from opgraph.graph.linking import COMM_KERNEL_PATTERN
+from opgraph.graph.model import AnyGraph, arrays_of, node_args
+from opgraph.names import names_where
 from opgraph.analysis.display import TableResult, json_records
 
 #: Bytes per element by lower-cased dtype name, as collective records write it (``Float``,
@@ -118,35 +120,38 @@ class CollectivesResult(TableResult):
         return {"summary": json_records(t["summary"]), "kernels": json_records(t["kernels"])}
 
 
-def collectives(G: nx.DiGraph) -> CollectivesResult:
-    """Every communication kernel of ``G`` with its collective, message size and algorithm
-    and bus bandwidth (module docstring)."""
+def collectives(G: AnyGraph) -> CollectivesResult:
+    """Every communication kernel of ``G`` (a ``DiGraph`` or a
+    :class:`~opgraph.graph.model.TraceGraph`) with its collective, message size and
+    algorithm and bus bandwidth (module docstring). Times in the table are µs, sizes bytes,
+    bandwidths GB/s."""
+    a = arrays_of(G)
     rx = re.compile(COMM_KERNEL_PATTERN)
-    is_comm: dict[Any, bool] = {}   # the regex once per distinct kernel name
-    pred = G.pred
+    kern = np.flatnonzero(a.kind == "kernel")
+    # the regex once per distinct kernel name (names as text: None is "", as ever)
+    comm = kern[names_where(np.array([str(x) if x is not None else "" for x in a.name[kern].tolist()], dtype=object),
+                            rx.search)] if len(kern) else kern
+    # each node's launching call and nest parent (the first such edge, as recorded)
+    launcher = np.full(a.n, -1, dtype=np.int64)
+    ls, ld = a.out_edges("launch")
+    launcher[ld[::-1]] = ls[::-1]
+    parent = np.full(a.n, -1, dtype=np.int64)
+    ns, nd = a.out_edges("nest")
+    parent[nd[::-1]] = ns[::-1]
+    eid = a.eid
     rows = []
-    for eid, d in G.nodes(data=True):
-        if d.get("kind") != "kernel":
-            continue
-        nm = d.get("name")
-        hit = is_comm.get(nm)
-        if hit is None:
-            hit = is_comm[nm] = bool(rx.search(str(nm or "")))
-        if not hit:
-            continue
-        rec, source = _record(d.get("args") or {}), "kernel"
+    for p in comm.tolist():
+        rec, source = _record(node_args(G, [int(eid[p])])[0] or {}), "kernel"
         if rec is None:
             source = "op"
-            launch = [u for u, e in pred[eid].items() if e.get("kind") == "launch"]
-            cur = launch[0] if launch else None
+            cur = int(launcher[p])
             for _ in range(64):  # up the nesting from the launch call
-                if cur is None:
+                if cur < 0:
                     break
-                rec = _record(G.nodes[cur].get("args") or {})
+                rec = _record(node_args(G, [int(eid[cur])])[0] or {})
                 if rec is not None:
                     break
-                parents = [u for u, e in pred[cur].items() if e.get("kind") == "nest"]
-                cur = parents[0] if parents else None
+                cur = int(parent[cur])
         kind = collective_kind(rec.get("Collective name")) if rec else None
         n = rec.get("Group size") if rec else None
         n = int(n) if isinstance(n, (int, float)) and not isinstance(n, bool) and n >= 1 else None
@@ -155,11 +160,11 @@ def collectives(G: nx.DiGraph) -> CollectivesResult:
         nel_key = "Out msg nelems" if kind == "all_gather" else "In msg nelems"
         nel = rec.get(nel_key) if rec else None
         msg = int(nel) * size if isinstance(nel, (int, float)) and nel >= 0 and size else None
-        dur_ns = int(d["dur"])
+        dur_ns = int(a.end[p] - a.ts[p])
         algbw = msg / dur_ns if msg is not None and dur_ns > 0 else None
         busbw = algbw * BUSBW_FACTOR[kind](n) if algbw is not None and kind in BUSBW_FACTOR and n else None
-        rows.append({"eid": eid, "name": d.get("name"), "device": int(d.get("device", -1)),
-                     "stream": int(d.get("stream", -1)), "ts_us": int(d["ts"]) / 1e3, "dur_us": dur_ns / 1e3,
+        rows.append({"eid": int(eid[p]), "name": a.name[p], "device": int(a.device[p]),
+                     "stream": int(a.stream[p]), "ts_us": int(a.ts[p]) / 1e3, "dur_us": dur_ns / 1e3,
                      "collective": kind, "group_size": n, "dtype": dt, "message_bytes": msg,
                      "algbw_gbps": algbw, "busbw_gbps": busbw,
                      "source": (source if msg is not None else "none")})

@@ -12,10 +12,9 @@ from operator import itemgetter
 from typing import Any, Sequence
 
 import numpy as np
-import pandas as pd
 
 from opgraph.analysis.kind_codes import K_KERNEL, K_MEMSET, K_OTHER, K_RUNTIME, KIND_CODES, KIND_NAMES
-from opgraph.graph.model import AnyGraph, TraceGraph
+from opgraph.graph.model import AnyGraph, TraceGraph, node_args
 from opgraph.graph.windows import WindowColumns, thread_lanes
 
 __all__ = ["GraphFrame", "graph_frame", "frame_of"]
@@ -111,15 +110,7 @@ class GraphFrame:
         """The ``args`` of the nodes at positions ``pos`` (as stored: a dict, or None when
         absent). A :class:`~opgraph.graph.model.TraceGraph` keeps them in its event table
         (a node's args are its event's)."""
-        if isinstance(self.G, TraceGraph):
-            col = self.cache.get("event_args")
-            if col is None:
-                ev = self.G.graph.get("events")
-                col = ev["args"].to_numpy(dtype=object) if isinstance(ev, pd.DataFrame) and "args" in ev else None
-                self.cache["event_args"] = col
-            return col[self.node[pos]].tolist() if col is not None else [None] * len(pos)
-        nodes = self.G._node
-        return [nodes[i].get("args") for i in self.node[pos].tolist()]
+        return node_args(self.G, self.node[pos])
 
     def by_depth(self, mask: np.ndarray | None = None) -> list[np.ndarray]:
         """Positions grouped by depth, shallowest first (optionally only where ``mask``)."""

@@ -24,7 +24,7 @@ def collectives_cmd(input: str, as_json: bool, csv_dir: TableFiles | None, rank:
     from opgraph.analysis.collectives import collectives
     from opgraph.export.text_collectives import render_collectives, render_job_collectives
 
-    G = load_input(input, whole_job=True, rank=rank)
+    G = load_input(input, whole_job=True, rank=rank, model=True)   # columns for one rank (a job: networkx)
     if isinstance(G.graph.get("job"), dict):  # a job graph without --rank: matched across ranks
         from opgraph.analysis.job_tables import job_collectives
         from opgraph.multirank import rank_subgraph

@@ -176,4 +176,18 @@ def as_networkx(G: "nx.DiGraph | TraceGraph") -> nx.DiGraph:
     return G.to_networkx() if isinstance(G, TraceGraph) else G
 
 
-__all__ = ["TraceGraph", "AnyGraph", "arrays_of", "as_networkx"]
+def node_args(G: "nx.DiGraph | TraceGraph", eids: np.ndarray | list[int]) -> list[Any]:
+    """The ``args`` of nodes ``eids`` (event ids) as stored: a dict, or None when absent.
+    A :class:`TraceGraph` keeps them in its event table (a node's args are its event's;
+    reading them unpacks a saved graph's packed args), a ``DiGraph`` on its nodes."""
+    ids = np.asarray(eids, dtype=np.int64)
+    if isinstance(G, TraceGraph):
+        ev = G.graph.get("events")
+        if not isinstance(ev, pd.DataFrame) or "args" not in ev:
+            return [None] * len(ids)
+        return ev["args"].to_numpy(dtype=object)[ids].tolist()
+    nodes = G._node
+    return [nodes[i].get("args") for i in ids.tolist()]
+
+
+__all__ = ["TraceGraph", "AnyGraph", "arrays_of", "as_networkx", "node_args"]
