@@ -19,29 +19,32 @@ from __future__ import annotations
 
 from typing import Any
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 
+from opgraph.graph.model import AnyGraph, arrays_of
 from opgraph.ingest.steps import NVTX_ITERATION_PATTERN, STEP_PATTERN
 
 
 _ACT = ("kernel", "memcpy", "memset")
 
 
-def _frames(G: nx.DiGraph) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(annotation ranges, launched device activities with their launching call)."""
-    nodes = G._node
-    rows = [(n, d["kind"], d["name"], d["ts"], d["ts"] + d["dur"], d.get("pid"), d.get("tid"))
-            for n, d in nodes.items() if d["kind"] in ("annotation", "runtime") or d["kind"] in _ACT]
-    df = pd.DataFrame(rows, columns=["eid", "kind", "name", "ts", "end", "pid", "tid"])
-    lane, _ = pd.factorize(pd.Series(list(zip(df["pid"].tolist(), df["tid"].tolist())), dtype=object))
+def _frames(G: AnyGraph) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(annotation ranges, launched device activities with their launching call), from
+    the graph's arrays (times in ns)."""
+    a = arrays_of(G)
+    sel = np.flatnonzero(np.isin(a.kind, ("annotation", "runtime") + _ACT))
+    df = pd.DataFrame({"eid": a.eid[sel], "kind": a.kind[sel], "name": a.name[sel], "ts": a.ts[sel],
+                       "end": a.end[sel]})
+    # a thread is a (pid, tid) pair of values as recorded
+    lane, _ = pd.factorize(pd.Series(list(zip(a.pid[sel].tolist(), a.tid[sel].tolist())), dtype=object))
     df["lane"] = lane
     ranges = df[df["kind"] == "annotation"].reset_index(drop=True)
     calls = df[df["kind"] == "runtime"].set_index("eid")
     acts = df[df["kind"].isin(_ACT)].set_index("eid")
-    pairs = [(u, v) for u, v, d in G.edges(data=True) if d.get("kind") == "launch" and v in acts.index]
-    lk = pd.DataFrame(pairs, columns=["call", "act"])
+    ls, ld = a.out_edges("launch")
+    m = np.isin(a.kind[ld], _ACT)
+    lk = pd.DataFrame({"call": a.eid[ls[m]], "act": a.eid[ld[m]]})
     if len(lk):
         lk = lk.join(calls[["ts", "end", "lane"]], on="call").join(
             acts[["ts", "end", "kind"]].rename(columns={"ts": "a_ts", "end": "a_end"}), on="act")
@@ -50,7 +53,7 @@ def _frames(G: nx.DiGraph) -> tuple[pd.DataFrame, pd.DataFrame]:
     return ranges, lk
 
 
-def nvtx_ranges(G: nx.DiGraph) -> pd.DataFrame:
+def nvtx_ranges(G: AnyGraph) -> pd.DataFrame:
     """One row per range instance: ``eid``, ``name``, ``ts``/``end``/``cpu_ns``,
     ``activities``, ``kernels``, ``kernel_ns`` (Σ kernel durations), ``gpu_start``/``gpu_end``
     (-1 when nothing was launched inside) and ``gpu_proj_ns``."""
@@ -101,7 +104,7 @@ def nvtx_ranges(G: nx.DiGraph) -> pd.DataFrame:
     return out.sort_values(["ts", "eid"]).reset_index(drop=True)
 
 
-def nvtx_summary(G: nx.DiGraph, step_regex: str | None = None) -> dict[str, Any]:
+def nvtx_summary(G: AnyGraph, step_regex: str | None = None) -> dict[str, Any]:
     """The ``opgraph nvtx`` document (times in µs; ``schemas/nvtx.schema.json``)."""
     inst = nvtx_ranges(G)
     rows = []

@@ -34,7 +34,7 @@ def nvtx_cmd(input: str, step_regex: str | None, top: int, as_json: bool, fmt: s
     from opgraph.commands.window_option import window_errors
 
     check_regex(step_regex)
-    G = load_input(input, fmt, rank=rank)
+    G = load_input(input, fmt, rank=rank, model=True)
     with window_errors(input, "--step-regex"):
         doc = nvtx_summary(G, step_regex)
     if csv_dir is not None:
