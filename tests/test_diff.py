@@ -206,3 +206,18 @@ def test_different_devices_and_old_format():
     d = diff_graphs(a, b, with_critical_path=False)
     validate(d, "diff.schema.json")
     assert d["kernels"]["counts"]["changed"] + d["kernels"]["counts"]["same"] > 30
+
+
+@needs_traces
+def test_diff_on_columns_equals_diff_on_networkx() -> None:
+    """Two graphs in column form diff exactly as their networkx graphs, without making a
+    networkx view."""
+    from opgraph.graph.model import TraceGraph
+
+    a, b = KDIR / "hta_trace_diff_control.json.gz", KDIR / "hta_ns_resolution_rank0.pt.trace.json.gz"
+    Ta, Tb = load_any(a, model=True), load_any(b, model=True)
+    assert isinstance(Ta, TraceGraph) and isinstance(Tb, TraceGraph)
+    got = diff_graphs(Ta, Tb)
+    assert Ta._nx is None and Tb._nx is None
+    want = diff_graphs(load_any(a), load_any(b))
+    assert json.dumps(got, sort_keys=True, default=str) == json.dumps(want, sort_keys=True, default=str)

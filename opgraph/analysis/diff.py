@@ -9,13 +9,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import networkx as nx
 import numpy as np
 import orjson
 import pandas as pd
 
+from opgraph.graph.model import AnyGraph
 from opgraph.names import HEX_RE, NAME_LEVELS, normalize_kernel_name
 from opgraph.analysis.roofline import RooflineResult, TraceColumns, isin_obj, roofline
+from opgraph.analysis.roofline.columns import columns_of
 
 __all__ = ["kernel_table", "op_table", "diff_graphs", "call_paths"]
 
@@ -208,7 +209,7 @@ def compare_tables(a: pd.DataFrame, b: pd.DataFrame, specs: list[_Spec], key_nam
     return [rows[i] for i in order], counts
 
 
-def _steps(G: nx.DiGraph) -> dict[str, Any] | None:
+def _steps(G: AnyGraph) -> dict[str, Any] | None:
     """Step-time statistics over the steps of the one selector (µs); None without steps."""
     from opgraph.analysis.info import find_steps
 
@@ -220,7 +221,7 @@ def _steps(G: nx.DiGraph) -> dict[str, Any] | None:
             "total_us": float(d.sum()) / 1e3}
 
 
-def _cp(G: nx.DiGraph) -> dict[str, Any]:
+def _cp(G: AnyGraph) -> dict[str, Any]:
     from opgraph.analysis.critical_path import critical_path
 
     sm = critical_path(G).summary()
@@ -230,7 +231,7 @@ def _cp(G: nx.DiGraph) -> dict[str, Any]:
             "breakdown_pct": dict(sm["breakdown_pct"])}
 
 
-def _side_info(G: nx.DiGraph, res: RooflineResult) -> dict[str, Any]:
+def _side_info(G: AnyGraph, res: RooflineResult) -> dict[str, Any]:
     k = res.kernels
     kern = k[k["kind"] == "kernel"]
     return {
@@ -243,13 +244,14 @@ def _side_info(G: nx.DiGraph, res: RooflineResult) -> dict[str, Any]:
     }
 
 
-def diff_graphs(Ga: nx.DiGraph, Gb: nx.DiGraph, *, name_level: str = "default", include_same: bool = False,
+def diff_graphs(Ga: AnyGraph, Gb: AnyGraph, *, name_level: str = "default", include_same: bool = False,
                 dtype: str | None = None, with_critical_path: bool = True) -> dict[str, Any]:
     """The ``opgraph diff --json`` document (schemas/diff.schema.json): ``b`` compared with
-    ``a`` (deltas are b − a)."""
+    ``a`` (deltas are b − a); each a ``DiGraph`` or a
+    :class:`~opgraph.graph.model.TraceGraph`."""
     if name_level not in NAME_LEVELS:
         raise ValueError(f"unknown name level {name_level!r}; use one of {', '.join(NAME_LEVELS)}")
-    ca, cb = TraceColumns.from_graph(Ga), TraceColumns.from_graph(Gb)
+    ca, cb = columns_of(Ga), columns_of(Gb)
     ra, rb = roofline(ca, dtype=dtype), roofline(cb, dtype=dtype)
     ka, kb = kernel_table(ra, name_level), kernel_table(rb, name_level)
     krows, kc = compare_tables(ka, kb, [("count", "count", 1, False), ("time_ns", "time_us", 1e-3, False),
