@@ -373,3 +373,23 @@ def test_browser_synth(browser, synth_report, tmp_path):
 def test_browser_real(browser, real_report):
     name, _, html, docs = real_report
     browser_checks(browser, html, docs, f"report_{name.split('.')[0]}.png")
+
+
+@pytest.mark.parametrize("name", ["gpu_bound.json", "hta_nccl_data.json.gz", "param_dlrm_8gpu_rank3.pt.trace.json.gz"])
+def test_report_data_on_columns_equals_networkx(name: str) -> None:
+    """The report's data from the column model equals the networkx graph's, section by
+    section and note by note, and no networkx view is made for it."""
+    from opgraph.export.html import report_data
+    from opgraph.graph.io import load_any
+
+    path = SYNTH_DIR / name if name.endswith(".json") else KINETO_DIR / name
+    if not path.exists():
+        pytest.skip(f"{path} not available")
+    notes_nx: list[str] = []
+    notes_cols: list[str] = []
+    want = report_data(load_any(path), notes=notes_nx)
+    T = load_any(path, model=True)
+    got = report_data(T, notes=notes_cols)
+    assert T._nx is None
+    assert notes_cols == notes_nx
+    assert json.dumps(got, sort_keys=True, default=str) == json.dumps(want, sort_keys=True, default=str)

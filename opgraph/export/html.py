@@ -36,7 +36,6 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-import networkx as nx
 import orjson
 
 from opgraph.export.html_format import chart as _chart
@@ -46,6 +45,7 @@ from opgraph.export.html_format import html_table as _table
 from opgraph.export.html_format import num_span as _num
 from opgraph.export.html_format import path_key as _k
 from opgraph.export.html_format import short_name as _short
+from opgraph.graph.model import AnyGraph, as_networkx
 
 #: Options of the embedded critical-path picture (``export --svg --critical-only
 #: --collapse op --max-nodes 120 --window <the median step>``).
@@ -68,7 +68,7 @@ def _json_roundtrip(doc: Any) -> Any:
 
 
 # --------------------------------------------------------------------------- data
-def report_data(G: nx.DiGraph, batch_size: int | None = None, device: str | None = None,
+def report_data(G: AnyGraph, batch_size: int | None = None, device: str | None = None,
                 dtype: str | None = None, notes: list[str] | None = None) -> dict[str, Any]:
     """The JSON documents of every section (see the module docstring); a section whose
     analysis fails or is not installed is absent, with a line in ``notes``."""
@@ -332,7 +332,7 @@ def _section_graph_replay(data: dict[str, Any]) -> str:
 
 
 # --------------------------------------------------------------------------- page
-def _critical_picture(G: nx.DiGraph, data: dict[str, Any], notes: list[str]) -> tuple[str | None, str]:
+def _critical_picture(G: AnyGraph, data: dict[str, Any], notes: list[str]) -> tuple[str | None, str]:
     """The embedded SVG of the critical path of the median-length window."""
     from opgraph.export.dot import GraphvizMissing, critical_path_svg
 
@@ -343,8 +343,9 @@ def _critical_picture(G: nx.DiGraph, data: dict[str, Any], notes: list[str]) -> 
     w = ws[(len(ws) - 1) // 2]
     window = "all" if cp["window_mode"] == "all" else "^" + re.escape(w["name"]) + "$"
     try:
-        svg, view = critical_path_svg(G, window, max_nodes=CP_PICTURE["max_nodes"], collapse=CP_PICTURE["collapse"],
-                                      title=f"critical path of {w['name']}")
+        # the picture walks nodes and edges one by one: the networkx view (made here only)
+        svg, view = critical_path_svg(as_networkx(G), window, max_nodes=CP_PICTURE["max_nodes"],
+                                      collapse=CP_PICTURE["collapse"], title=f"critical path of {w['name']}")
     except GraphvizMissing:
         notes.append("critical-path picture: left out (Graphviz's `dot` is not installed)")
         return None, "The critical-path picture needs Graphviz (`dot`), which is not installed."
@@ -359,7 +360,7 @@ def _critical_picture(G: nx.DiGraph, data: dict[str, Any], notes: list[str]) -> 
     return svg, note
 
 
-def render_html(G: nx.DiGraph, data: dict[str, Any], notes: list[str], title: str,
+def render_html(G: AnyGraph, data: dict[str, Any], notes: list[str], title: str,
                 with_picture: bool = True) -> str:
     from opgraph.export.assets.report import CSS, JS
 
@@ -421,7 +422,7 @@ drawn by the script in this file, no network access.</p>{f"<ul>{foot}</ul>" if f
 """
 
 
-def write_report(G: nx.DiGraph, path: str | Path, batch_size: int | None = None, device: str | None = None,
+def write_report(G: AnyGraph, path: str | Path, batch_size: int | None = None, device: str | None = None,
                  dtype: str | None = None, title: str | None = None, with_picture: bool = True,
                  inputs: tuple[str | Path, ...] = ()) -> dict[str, Any]:
     """Write the HTML report of ``G`` to ``path`` (whole or not at all, never over one of
