@@ -54,6 +54,7 @@ def _frame_docs(G) -> dict:
     from opgraph.analysis.memory_timeline import memory_timeline
     from opgraph.analysis.multistream import summary_doc
     from opgraph.analysis.nvtx import nvtx_summary
+    from opgraph.predict.model_build import build_calibration, build_lookup
     from opgraph.analysis.overheads import OverheadParams, overhead_samples, overheads_doc
     from opgraph.analysis.roofline import report_doc, roofline
     from opgraph.analysis.sequences import kernel_sequences
@@ -69,7 +70,8 @@ def _frame_docs(G) -> dict:
             "categories": lambda: gpu_categories(G).to_dict(), "shapes": lambda: shapes(G).to_dict(),
             "counters": lambda: cupti_counters(G).to_dict(),
             "memory_bw": lambda: memory_bandwidth(G).to_dict(), "advise": lambda: recommendations(G).to_dict(),
-            "info": lambda: trace_info(G), "nvtx": lambda: nvtx_summary(G)}
+            "info": lambda: trace_info(G), "nvtx": lambda: nvtx_summary(G),
+            "kernel_lookup": lambda: build_lookup(G).to_dict(), "calibration": lambda: build_calibration(G).to_dict()}
 
 
 ANALYSES = (idle_time, critical_path, launch_stats, queue_length, comm_overlap, collectives)

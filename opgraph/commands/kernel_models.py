@@ -55,7 +55,7 @@ def kernel_models_cmd(input: str, lookup: str | None, calibration: str | None, d
             raise OpgraphInputError("--step-regex", f"invalid regex {step_regex!r}: {e}") from None
     if device is not None and device_peaks(device) is None:
         raise OpgraphInputError("--device", f"unknown device {device!r} (see `opgraph devices`)")
-    G = load_input(input, rank=rank)
+    G = load_input(input, rank=rank, model=True)
     waits = None
     if job is not None:
         from opgraph.analysis.stragglers import rank_comm_waits

@@ -18,10 +18,10 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 
+from opgraph.graph.model import AnyGraph, arrays_of
 from opgraph.analysis.breakdown import input_dims
 from opgraph.analysis.iterations import K_KERNEL, K_MEMCPY, K_MEMSET, K_RUNTIME, GraphFrame, Window, frame_of
 from opgraph.analysis.overheads import OverheadParams, select_ops
@@ -59,16 +59,14 @@ class ProfileOps:
     comm_waits: dict[str, Any] | None = None
 
 
-def _sync_waits(G: nx.DiGraph, f: GraphFrame) -> pd.Series:
+def _sync_waits(f: GraphFrame) -> pd.Series:
     """Per runtime-call position: the latest end (ns) of the device work its ``sync``
     edges say it waited for."""
-    src, dst = [], []
-    for u, v, d in G.edges(data=True):
-        if d.get("kind") == "sync":
-            src.append(u)
-            dst.append(v)
-    if not src:
+    a = arrays_of(f.G)
+    s_pos, d_pos = a.out_edges("sync")
+    if not len(s_pos):
         return pd.Series(dtype=np.int64)
+    src, dst = a.eid[s_pos], a.eid[d_pos]
     pos = pd.Series(np.arange(len(f)), index=f.node)
     s = pos.reindex(src).to_numpy()
     t = pos.reindex(dst).to_numpy()
@@ -77,7 +75,7 @@ def _sync_waits(G: nx.DiGraph, f: GraphFrame) -> pd.Series:
     return pd.Series(f.end[s]).groupby(t).max()
 
 
-def profile_ops(G: nx.DiGraph | GraphFrame, params: OverheadParams | None = None,
+def profile_ops(G: AnyGraph | GraphFrame, params: OverheadParams | None = None,
                 window: Window | None = None, comm_waits: Mapping[int, int] | None = None) -> ProfileOps:
     """The top-level ops of a profiled graph with their launch calls and device activities.
 
@@ -90,9 +88,7 @@ def profile_ops(G: nx.DiGraph | GraphFrame, params: OverheadParams | None = None
     sel = select_ops(f, p, window)
     w, hh, top, ops, op_ok = sel.window, sel.hierarchy, sel.top, sel.ops, sel.op_ok
     parent = hh.parent
-    nodes = f.G._node
-    shapes = [shape_key(input_dims(a) if isinstance(a := nodes[i].get("args"), dict) else None)
-              for i in f.node[ops].tolist()]
+    shapes = [shape_key(input_dims(a) if isinstance(a, dict) else None) for a in f.args_list(ops)]
     O = pd.DataFrame({"pos": ops, "name": f.name[ops], "shapes": shapes, "ts": f.ts[ops], "end": f.end[ops]})
     # counted launch calls: leaf runtime calls with a launch-API name under an op in scope
     n_children = np.bincount(parent[parent >= 0], minlength=len(f))
@@ -105,7 +101,7 @@ def profile_ops(G: nx.DiGraph | GraphFrame, params: OverheadParams | None = None
     # slot: index among the op's counted calls; uncounted calls take the last counted before them
     C["k"] = C.groupby("op")["counted"].cumsum().astype(np.int64)
     C["slot"] = np.where(C["counted"], C["k"] - 1, C["k"] - 1)
-    waits = _sync_waits(f.G, f)
+    waits = _sync_waits(f)
     C["wait_end"] = waits.reindex(C["pos"].to_numpy()).fillna(-1).to_numpy(np.int64)
     C["blocking"] = C["wait_end"] >= 0
     # activities launched by any runtime call under an op in scope
@@ -230,7 +226,7 @@ def _entries(po: ProfileOps, by: list[str]) -> dict[Any, LookupEntry]:
     return out
 
 
-def build_lookup(G: nx.DiGraph | GraphFrame, params: OverheadParams | None = None,
+def build_lookup(G: AnyGraph | GraphFrame, params: OverheadParams | None = None,
                  po: ProfileOps | None = None, device: str | None = None) -> KernelLookup:
     """The measured lookup table of a profiled trace (see the module docstring)."""
     po = po or profile_ops(G, params)
@@ -248,7 +244,7 @@ def build_lookup(G: nx.DiGraph | GraphFrame, params: OverheadParams | None = Non
                         comm_waits=po.comm_waits)
 
 
-def profile_device_name(G: nx.DiGraph) -> str | None:
+def profile_device_name(G: AnyGraph) -> str | None:
     """The ``devices.json`` name of the trace's GPU (from ``deviceProperties``), if known."""
     from opgraph.devices import lookup_properties
 
@@ -260,7 +256,7 @@ def profile_device_name(G: nx.DiGraph) -> str | None:
     return None
 
 
-def build_calibration(G: nx.DiGraph | GraphFrame, device: str | None = None, params: OverheadParams | None = None,
+def build_calibration(G: AnyGraph | GraphFrame, device: str | None = None, params: OverheadParams | None = None,
                       po: ProfileOps | None = None) -> RooflineCalibration:
     """Per-op-class roofline fits of a profiled trace: for every top-level op that
     launched device work and has a FLOP/byte model (:func:`opgraph.analysis.flops.op_cost`),
