@@ -54,6 +54,7 @@ def _frame_docs(G) -> dict:
     from opgraph.analysis.memory_timeline import memory_timeline
     from opgraph.analysis.multistream import summary_doc
     from opgraph.analysis.nvtx import nvtx_summary
+    from opgraph.predict import parse_transforms, predict
     from opgraph.predict.model_build import build_calibration, build_lookup
     from opgraph.analysis.overheads import OverheadParams, overhead_samples, overheads_doc
     from opgraph.analysis.roofline import report_doc, roofline
@@ -71,7 +72,9 @@ def _frame_docs(G) -> dict:
             "counters": lambda: cupti_counters(G).to_dict(),
             "memory_bw": lambda: memory_bandwidth(G).to_dict(), "advise": lambda: recommendations(G).to_dict(),
             "info": lambda: trace_info(G), "nvtx": lambda: nvtx_summary(G),
-            "kernel_lookup": lambda: build_lookup(G).to_dict(), "calibration": lambda: build_calibration(G).to_dict()}
+            "kernel_lookup": lambda: build_lookup(G).to_dict(), "calibration": lambda: build_calibration(G).to_dict(),
+            "predict": lambda: {k: v for k, v in predict(G, parse_transforms(("gemm=0.5",), ("aten::add=2",), "2us"))
+                                .to_dict().items() if k != "timings_s"}}
 
 
 ANALYSES = (idle_time, critical_path, launch_stats, queue_length, comm_overlap, collectives)

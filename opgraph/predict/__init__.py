@@ -23,6 +23,7 @@ import networkx as nx
 import numpy as np
 
 from opgraph.graph.arrays import GraphArrays
+from opgraph.graph.model import AnyGraph, as_networkx
 from opgraph.intervals import union_intervals
 from opgraph.analysis.critical_path import CATEGORIES, CriticalPathResult, critical_path
 from opgraph.predict.replay import (
@@ -91,7 +92,7 @@ def _makespan(a: GraphArrays, exclude: np.ndarray | None = None) -> tuple[int, i
 class PredictResult:
     """A replay (no transforms) or what-if prediction of one graph. Times in ns."""
 
-    G: nx.DiGraph
+    G: AnyGraph
     model: BoundaryModel
     transforms: list[Transform]
     arr_pred: GraphArrays
@@ -114,7 +115,7 @@ class PredictResult:
         """``G`` with predicted ``ts``/``dur`` on every node (removed events: zero duration
         and ``removed=True``). Shares edges and ``graph`` with ``G``: read-only."""
         if self._graph is None:
-            H = predicted_graph(self.G, self.arr_pred)
+            H = predicted_graph(as_networkx(self.G), self.arr_pred)   # the networkx view, made here only
             if self.removed.any():
                 for e in self.arr_pred.eid[self.removed].tolist():
                     H._node[e]["removed"] = True
@@ -226,14 +227,14 @@ class PredictResult:
         return doc
 
 
-def predict(G: nx.DiGraph, transforms: list[Transform] | None = None, *, window: str | None = None,
+def predict(G: AnyGraph, transforms: list[Transform] | None = None, *, window: str | None = None,
             source_device: str | None = None, arr: GraphArrays | None = None,
             model: BoundaryModel | None = None, infer: bool = True) -> PredictResult:
     """Replay ``G`` (no transforms) or predict it under ``transforms``.
 
     Parameters
     ----------
-    G : networkx.DiGraph
+    G : networkx.DiGraph or TraceGraph
         A graph built by :func:`opgraph.graph.build_graph`.
     transforms : list of Transform, optional
         From :func:`opgraph.predict.whatif.parse_transforms`.
