@@ -18,7 +18,7 @@ from conftest import KINETO_FILES, requires_traces
 import opgraph
 from opgraph.cli import main
 from opgraph.errors import OpgraphInputError
-from opgraph.graph.io import GraphPayload, GraphPickler, load_any, load_gpickle, save_gpickle
+from opgraph.graph.io import GraphPickler, load_any, load_gpickle, save_gpickle
 from opgraph.graph.model import TraceGraph
 from opgraph.graph.packed_args import ARGS_KEY, LazyGraphAttrs, pack_args
 from opgraph.graph.payload import graph_to_payload
