@@ -197,3 +197,22 @@ def test_deep_args_are_bounded_the_same_way(tmp_path: Path, depth: int) -> None:
 
 def test_real_trace_folder_is_where_the_params_say() -> None:
     assert not KINETO_FILES or all(p.is_relative_to(TRACES) for p in KINETO_FILES)
+
+
+def test_without_msgspec_files_go_the_general_way(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An environment installed before msgspec became a dependency still reads every
+    trace (the general way, the same table), never an import error."""
+    import sys
+
+    from opgraph.ingest import kineto_decode
+
+    p = _write(tmp_path, {"traceEvents": _EVENTS})
+    want = read_trace(p)
+    kineto_decode._decoders.cache_clear()
+    monkeypatch.setitem(sys.modules, "msgspec", None)   # import msgspec -> ImportError
+    try:
+        assert decode_kineto(p.read_bytes()) is None
+        got = read_trace(p)
+    finally:
+        kineto_decode._decoders.cache_clear()
+    _assert_tables_equal(got, want)

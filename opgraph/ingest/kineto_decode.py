@@ -16,14 +16,15 @@ event key outside :data:`STANDARD_KEYS` and :data:`EXTRA_FIELDS`, a list or obje
 integer beyond int64 in a canonical field, a top level that is not an object with
 ``traceEvents``, any JSON error) makes :func:`decode_kineto` return None, and the caller
 decodes the file the general way, which gives its usual values and words its errors.
+Without msgspec installed every file goes the general way.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Annotated, Any, Union
 
-import msgspec
 import numpy as np
 import orjson
 
@@ -34,37 +35,30 @@ STANDARD_KEYS = frozenset({"ph", "cat", "name", "pid", "tid", "ts", "dur", "args
 #: in ../shared/traces write. A trace with any other key takes the general path (each
 #: extra field costs the typed pass a scan of every event).
 EXTRA_FIELDS = ("s",)
-_UNSET = msgspec.UNSET
 
 
-#: An integer the general path (orjson) decodes as an int, within what the typed pass can
-#: bound (int64). A larger one makes the typed pass step aside, so that the general path
-#: gives it its usual value.
-_Int = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
-#: A JSON scalar; a list or an object in a canonical field makes the typed pass step aside.
-_Scalar = Union[str, _Int, float, bool, None]
-_NULL = msgspec.Raw(b"null")
+@lru_cache(maxsize=1)
+def _decoders() -> Any:
+    """(top-level decoder, events decoder, UNSET), made once; None without msgspec (an
+    environment installed before it became a dependency): then every file is read the
+    general way, slower, with the same answers."""
+    try:
+        import msgspec
+    except ImportError:
+        return None
+    unset = msgspec.UNSET
+    # An integer the general path (orjson) decodes as an int, within what the typed pass can
+    # bound (int64). A larger one makes the typed pass step aside, so that the general path
+    # gives it its usual value. A list or an object in a canonical field does the same.
+    scalar = Union[str, Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)], float, bool, None]
 
-
-class _Event(msgspec.Struct, forbid_unknown_fields=True, gc=False):
-    """One Chrome trace event as decoded: a JSON scalar per key (None when absent; UNSET
-    for ``s``, so that an explicit null is kept), ``args`` as its raw JSON text."""
-
-    ph: _Scalar = None
-    cat: _Scalar = None
-    name: _Scalar = None
-    pid: _Scalar = None
-    tid: _Scalar = None
-    ts: _Scalar = None
-    dur: _Scalar = None
-    args: msgspec.Raw = _NULL
-    id: _Scalar = None
-    bp: _Scalar = None
-    s: Union[_Scalar, msgspec.UnsetType] = _UNSET
-
-
-_EVENTS = msgspec.json.Decoder(list[_Event])
-_TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
+    # one Chrome trace event as decoded: a JSON scalar per key (None when absent; UNSET for
+    # ``s``, so that an explicit null is kept), ``args`` as its raw JSON text
+    fields = [(f, scalar, None) for f in ("ph", "cat", "name", "pid", "tid", "ts", "dur")]
+    fields += [("args", msgspec.Raw, msgspec.Raw(b"null")), ("id", scalar, None), ("bp", scalar, None)]
+    fields += [(f, Union[scalar, msgspec.UnsetType], unset) for f in EXTRA_FIELDS]
+    event = msgspec.defstruct("_Event", fields, forbid_unknown_fields=True, gc=False)
+    return msgspec.json.Decoder(dict[str, msgspec.Raw]), msgspec.json.Decoder(list[event]), unset
 
 
 @dataclass
@@ -106,23 +100,23 @@ def columns_of_dicts(events: list[dict]) -> FieldColumns:
     return FieldColumns(*cols, extra=extra)
 
 
-def _decoded_args(evs: list[_Event]) -> list:
+def _decoded_args(evs: list) -> list:
     """Every event's ``args`` decoded by orjson in one call (the values, and the nesting
     depth it allows, exactly as the general path decodes them)."""
     buf = b"[[[" + b",".join([e.args for e in evs]) + b"]]]"
     return orjson.loads(buf)[0][0]
 
 
-def _columns_of_records(evs: list[_Event]) -> FieldColumns:
+def _columns_of_records(evs: list, unset: Any) -> FieldColumns:
     extra = None
     for f in EXTRA_FIELDS:
         vals = [getattr(e, f) for e in evs]
-        if vals.count(_UNSET) == len(vals):
+        if vals.count(unset) == len(vals):
             continue
         if extra is None:
             extra = np.full(len(evs), None, dtype=object)
         for i, v in enumerate(vals):
-            if v is not _UNSET:
+            if v is not unset:
                 if extra[i] is None:
                     extra[i] = {}
                 extra[i][f] = v
@@ -134,20 +128,21 @@ def _columns_of_records(evs: list[_Event]) -> FieldColumns:
 def decode_kineto(data: bytes) -> dict[str, Any] | None:
     """The JSON object of a Kineto trace with ``traceEvents`` as :class:`FieldColumns`, or
     None when the typed pass does not take the file (see the module docstring): then decode
-    it the general way. The other top-level values are decoded as plain JSON values (orjson, as the general way)."""
-    head = data[:64].lstrip()
-    if not head.startswith(b"{"):
+    it the general way. The other top-level values are decoded as plain JSON values
+    (orjson, as the general way)."""
+    dec = _decoders()
+    if dec is None or not data[:64].lstrip().startswith(b"{"):
         return None
+    top_dec, events_dec, unset = dec
     try:
-        top = _TOP.decode(data)
+        top = top_dec.decode(data)
         raw = top.get("traceEvents")
         if raw is None or not bytes(memoryview(raw)[:1]).startswith(b"["):
             return None
-        evs = _EVENTS.decode(raw)
+        evs = events_dec.decode(raw)
         doc = {k: (None if k == "traceEvents" else orjson.loads(memoryview(v))) for k, v in top.items()}
         del top, raw
-        doc["traceEvents"] = _columns_of_records(evs)
-    except (msgspec.DecodeError, msgspec.ValidationError, orjson.JSONDecodeError, UnicodeDecodeError,
-            ValueError, RecursionError):
+        doc["traceEvents"] = _columns_of_records(evs, unset)
+    except (ValueError, RecursionError):   # msgspec's and orjson's errors, bad UTF-8: the general way
         return None
     return doc
