@@ -185,7 +185,7 @@ def _thread_segments(a: GraphArrays, members: np.ndarray) -> tuple[np.ndarray, n
     ts = a.ts[order].tolist()
     en = a.end[order].tolist()
     pos = order.tolist()
-    lo = -(2**62)
+    lo, hi = -(2**62), 2**62
     s_l: list[int] = []
     e_l: list[int] = []
     o_l: list[int] = []
@@ -193,7 +193,9 @@ def _thread_segments(a: GraphArrays, members: np.ndarray) -> tuple[np.ndarray, n
     stack: list[tuple[int, int]] = []
     pop, push = stack.pop, stack.append
     cur = lo
-    for s, e, p in zip(ts, en, pos):
+    # a last start at or after every end closes the stack and the line up to +inf (2**62)
+    last = max(hi, max(en, default=hi))
+    for s, e, p in zip(ts + [last], en + [last], pos + [-1]):
         while stack and stack[-1][0] <= s:
             te, tp = pop()
             if te > cur:
@@ -209,17 +211,6 @@ def _thread_segments(a: GraphArrays, members: np.ndarray) -> tuple[np.ndarray, n
         if stack and e > stack[-1][0]:
             e = stack[-1][0]
         push((e, p))
-    while stack:
-        te, tp = pop()
-        if te > cur:
-            add_s(cur)
-            add_e(te)
-            add_o(tp)
-            cur = te
-    if 2**62 > cur:
-        add_s(cur)
-        add_e(2**62)
-        add_o(-1)
     return np.array(s_l, dtype=np.int64), np.array(e_l, dtype=np.int64), np.array(o_l, dtype=np.int64)
 
 
