@@ -36,7 +36,6 @@ import pandas as pd
 from opgraph.dtypes import DTYPE_TABLE
 from opgraph.graph.linking import COMM_KERNEL_PATTERN
 from opgraph.graph.model import AnyGraph, arrays_of, node_args
-from opgraph.names import names_where
 from opgraph.analysis.display import TableResult, json_records
 
 #: Bytes per element by lower-cased dtype name, as collective records write it (``Float``,
@@ -128,9 +127,7 @@ def collectives(G: AnyGraph) -> CollectivesResult:
     a = arrays_of(G)
     rx = re.compile(COMM_KERNEL_PATTERN)
     kern = np.flatnonzero(a.kind == "kernel")
-    # the regex once per distinct kernel name (names as text: None is "", as ever)
-    comm = kern[names_where(np.array([str(x) if x is not None else "" for x in a.name[kern].tolist()], dtype=object),
-                            rx.search)] if len(kern) else kern
+    comm = kern[a.names_match(rx)[kern]]   # the regex once per distinct name
     # each node's launching call and nest parent (the first such edge, as recorded)
     launcher = np.full(a.n, -1, dtype=np.int64)
     ls, ld = a.out_edges("launch")

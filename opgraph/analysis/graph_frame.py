@@ -14,6 +14,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from opgraph.analysis.kind_codes import K_KERNEL, K_MEMSET, K_OTHER, K_RUNTIME, KIND_CODES, KIND_NAMES
+from opgraph.graph.arrays import key_positions
 from opgraph.graph.model import AnyGraph, TraceGraph, node_args
 from opgraph.graph.windows import WindowColumns, thread_lanes
 
@@ -198,15 +199,6 @@ def graph_frame(G: AnyGraph) -> GraphFrame:
 
     device, stream, corr, ext = (ints(c) for c in cols[6:10])
     lane = thread_lanes(pid, tid)
-    # position lookup
-    if n and ids.min() >= 0 and ids.max() < 4 * n + 1024:
-        pos_of = np.full(int(ids.max()) + 1, -1, dtype=np.int64)
-        pos_of[ids] = np.arange(n)
-        lookup = lambda a: pos_of[a]  # noqa: E731
-    else:
-        order = np.argsort(ids)
-        sorted_ids = ids[order]
-        lookup = lambda a: order[np.searchsorted(sorted_ids, a)]  # noqa: E731
     n_src: list[int] = []
     n_dst: list[int] = []
     l_src: list[int] = []
@@ -222,10 +214,10 @@ def graph_frame(G: AnyGraph) -> GraphFrame:
                 l_dst.append(v)
     parent = np.full(n, -1, dtype=np.int64)
     if n_src:
-        parent[lookup(np.array(n_dst, dtype=np.int64))] = lookup(np.array(n_src, dtype=np.int64))
+        parent[key_positions(ids, n_dst)] = key_positions(ids, n_src)
     launcher = np.full(n, -1, dtype=np.int64)
     if l_src:
-        launcher[lookup(np.array(l_dst, dtype=np.int64))] = lookup(np.array(l_src, dtype=np.int64))
+        launcher[key_positions(ids, l_dst)] = key_positions(ids, l_src)
     return GraphFrame(G, ids, kind, name, ts, dur, ts + dur, lane, pid, tid, device, stream, corr, ext,
                       parent, launcher)
 

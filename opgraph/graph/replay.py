@@ -45,7 +45,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from opgraph.graph.windows import thread_lanes
 from opgraph.ingest.table import EventTable
+from opgraph.names import names_where
 
 #: A graph replay call.
 GRAPH_LAUNCH_RE = re.compile(r"^(cuda|hip|cu)GraphLaunch(_v\d+|_ptsz|_spt)?$")
@@ -84,15 +86,6 @@ class CapturedGraph:
 def _api_kind(name: str) -> str:
     s = name.lower()
     return "memcpy" if "memcpy" in s else "memset" if "memset" in s else "kernel"
-
-
-def _matching_names(names: np.ndarray, rx: re.Pattern[str]) -> np.ndarray:
-    """Mask of ``names`` matching ``rx`` (the regex runs once per distinct name)."""
-    if not len(names):
-        return np.zeros(0, dtype=bool)
-    codes, uniq = pd.factorize(pd.Series(names, dtype=object).fillna(""))
-    hit = np.fromiter((bool(rx.match(str(u))) for u in uniq), dtype=bool, count=len(uniq))
-    return hit[codes]
 
 
 def _enclosing(ranges: pd.DataFrame, points: pd.DataFrame) -> list[list[int]]:
@@ -138,21 +131,19 @@ def captured_graphs(table: EventTable, source: str | None = None) -> list[Captur
     kind = ev["kind"].to_numpy(dtype=object)
     rt = np.flatnonzero(kind == "runtime")
     names = ev["name"].to_numpy(dtype=object)
-    begin = rt[_matching_names(names[rt], BEGIN_CAPTURE_RE)]
+    begin = rt[names_where(names[rt], BEGIN_CAPTURE_RE.match)]
     if not len(begin):
         return []
-    end_calls = rt[_matching_names(names[rt], END_CAPTURE_RE)]
+    end_calls = rt[names_where(names[rt], END_CAPTURE_RE.match)]
     ts = ev["ts_ns"].to_numpy(np.int64)
     dur = np.maximum(ev["dur_ns"].to_numpy(np.int64), 0)
     end = ts + dur
-    pid_c, _ = pd.factorize(ev["pid"].astype(str))
-    tid_c, tid_u = pd.factorize(ev["tid"].astype(str))
-    lanes = pid_c.astype(np.int64) * (len(tid_u) + 1) + tid_c  # one integer per (pid, tid)
+    lanes = thread_lanes(ev["pid"], ev["tid"])  # one integer per (pid, tid)
     corr = ev["correlation"].to_numpy(np.int64)
     args = ev["args"].to_numpy(dtype=object)
     # launch calls whose activity ran were not captured
     act = np.isin(kind, ("kernel", "memcpy", "memset"))
-    launches = rt[_matching_names(names[rt], CAPTURED_LAUNCH_RE)]
+    launches = rt[names_where(names[rt], CAPTURED_LAUNCH_RE.match)]
     launches = launches[~np.isin(corr[launches], corr[act & (corr >= 0)])]
     host = np.flatnonzero(np.isin(kind, ("cpu_op", "annotation")))
     cap_lanes = np.unique(lanes[begin])
@@ -205,7 +196,7 @@ def _replays(table: EventTable) -> list[tuple[int, np.ndarray]]:
     kind = ev["kind"].to_numpy(dtype=object)
     names = ev["name"].to_numpy(dtype=object)
     rt = np.flatnonzero(kind == "runtime")
-    gl = rt[_matching_names(names[rt], GRAPH_LAUNCH_RE)]
+    gl = rt[names_where(names[rt], GRAPH_LAUNCH_RE.match)]
     if not len(gl):
         return []
     corr = ev["correlation"].to_numpy(np.int64)
@@ -394,7 +385,7 @@ def replay_map(graph_attrs: dict[str, Any]) -> tuple[pd.DataFrame, list[tuple[st
 
 def is_graph_launch(names: np.ndarray) -> np.ndarray:
     """Mask of graph-launch API names."""
-    return _matching_names(names, GRAPH_LAUNCH_RE)
+    return names_where(names, GRAPH_LAUNCH_RE.match)
 
 
 __all__ = ["CapturedGraph", "captured_graphs", "attribute_replays", "attach_captures", "attach_capture_files",
