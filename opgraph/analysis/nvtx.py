@@ -34,11 +34,9 @@ def _frames(G: AnyGraph) -> tuple[pd.DataFrame, pd.DataFrame]:
     the graph's arrays (times in ns)."""
     a = arrays_of(G)
     sel = np.flatnonzero(np.isin(a.kind, ("annotation", "runtime") + _ACT))
+    # lane: the arrays' thread lane, one per (pid, tid) as recorded (ranges and calls are host events)
     df = pd.DataFrame({"eid": a.eid[sel], "kind": a.kind[sel], "name": a.name[sel], "ts": a.ts[sel],
-                       "end": a.end[sel]})
-    # a thread is a (pid, tid) pair of values as recorded
-    lane, _ = pd.factorize(pd.Series(list(zip(a.pid[sel].tolist(), a.tid[sel].tolist())), dtype=object))
-    df["lane"] = lane
+                       "end": a.end[sel], "lane": a.lane[sel]})
     ranges = df[df["kind"] == "annotation"].reset_index(drop=True)
     calls = df[df["kind"] == "runtime"].set_index("eid")
     acts = df[df["kind"].isin(_ACT)].set_index("eid")
