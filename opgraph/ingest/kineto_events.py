@@ -43,11 +43,10 @@ def events_to_table(src: SourceBytes, events: list | FieldColumns) -> EventTable
                 if type(e) is not dict:
                     raise event_error(path, i, f"event is {type(e).__name__}, expected an object")
         events = columns_of_dicts(events)
-    cols = events
-    ph, cat, name, pid, tid, ts, dur, args, fid, bp = (cols.ph, cols.cat, cols.name, cols.pid, cols.tid, cols.ts,
-                                                       cols.dur, cols.args, cols.id, cols.bp)
-    extra = cols.extra if cols.extra is not None else np.full(n, None, dtype=object)
-    del events, cols
+    ph, cat, name, pid, tid, ts, dur, args, fid, bp = (events.ph, events.cat, events.name, events.pid, events.tid,
+                                                       events.ts, events.dur, events.args, events.id, events.bp)
+    extra = events.extra if events.extra is not None else np.full(n, None, dtype=object)
+    del events
 
     # --- validation: fast type scans, a precise message on the first bad event ---
     check_field_types(path, ph, "ph", (str,), np.ones(n, dtype=bool), "a string")

@@ -255,8 +255,8 @@ def segment_columns(d: BoundaryDAG, steps: list[Step]) -> dict[str, np.ndarray]:
         hb = d.held_by[X]
         held = hb >= 0
         hsrc = np.where(held, hb, S)
-        h_inf = np.where(held & (d.held_inferred is not None),
-                         (d.held_inferred[X].astype(bool) if d.held_inferred is not None else False) | inf, inf)
+        # a held delay rests on the edge's inference or on the wait's
+        h_inf = inf | (held & d.held_inferred[X].astype(bool)) if d.held_inferred is not None else inf
     else:
         held = np.zeros(k, dtype=bool)
         hsrc = S
