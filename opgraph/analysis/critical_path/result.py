@@ -74,11 +74,12 @@ class SegmentTable(Sequence[PathSegment]):
     def __len__(self) -> int:
         return len(self.cols["start_ns"])
 
-    def _lists(self) -> list[list]:
-        c = self.cols
+    def _lists(self, rows: slice = slice(None)) -> list[list]:
+        """The columns (of ``rows``) as :class:`PathSegment` field values: Python objects,
+        None for no event."""
         out = []
         for f in SEGMENT_COLUMNS:
-            v = c[f].tolist()
+            v = self.cols[f][rows].tolist()
             if f in ("eid", "from_eid", "to_eid"):
                 v = [None if x < 0 else x for x in v]
             out.append(v)
@@ -93,12 +94,8 @@ class SegmentTable(Sequence[PathSegment]):
     def __getitem__(self, i: Any) -> Any:
         if isinstance(i, slice) or self._objs is not None:
             return self.objects()[i]
-        c = self.cols
-        row = [c[f][i] for f in SEGMENT_COLUMNS]
-        row = [(None if x < 0 else int(x)) if f in ("eid", "from_eid", "to_eid") else
-               int(x) if f in ("start_ns", "end_ns") else bool(x) if f == "inferred" else x
-               for f, x in zip(SEGMENT_COLUMNS, row)]
-        return PathSegment(*row)
+        j = range(len(self))[i]   # IndexError as a list's; negative indices from the end
+        return PathSegment(*(v[0] for v in self._lists(slice(j, j + 1))))
 
     def __iter__(self):
         return iter(self.objects())
