@@ -6,10 +6,12 @@ for traces without ``cuda_sync`` events. Times in ns.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
-import pandas as pd
 
 from opgraph.graph.linking import Edges
+from opgraph.names import names_where
 
 #: An activity counts as held back when it starts this long after its launch call began (ns).
 JOIN_MIN_DELAY_NS = 50_000
@@ -35,10 +37,7 @@ def infer_stream_joins(act: np.ndarray, names: np.ndarray, dkey: np.ndarray, dev
     empty = Edges(np.empty(0, np.int64), np.empty(0, np.int64), {"inferred": np.empty(0, dtype=bool)})
     if not len(act):
         return empty
-    # one regex test per distinct name (factorized as objects: no fixed-width copy of the names)
-    codes, uniq = pd.factorize(names[act])
-    is_comm_u = pd.Series(uniq, dtype=object).astype(str).str.contains(COMM_KERNEL_PATTERN, regex=True)
-    is_comm = np.append(is_comm_u.to_numpy(bool), False)[codes]  # code -1 (no name): not a collective
+    is_comm = names_where(names[act], re.compile(COMM_KERNEL_PATTERN).search)   # once per distinct name
     coll = act[is_comm]
     if not len(coll):
         return empty
