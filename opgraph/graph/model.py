@@ -58,6 +58,7 @@ class TraceGraph:
         self.payload = payload
         self.graph: dict[str, Any] = payload["graph"]
         self._nx: nx.DiGraph | None = None
+        self._args_col: tuple[Any, np.ndarray | None] | None = None
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -78,6 +79,16 @@ class TraceGraph:
         if self._nx is None:
             self._nx = payload_to_digraph(self.payload)
         return self._nx
+
+    def event_args(self) -> np.ndarray | None:
+        """The event table's ``args`` column as an object array (row = event id; None when
+        the table has none). Made once per event table: repeated per-node reads stay cheap."""
+        ev = self.graph.get("events")
+        got = self._args_col
+        if got is None or got[0] is not ev:
+            col = ev["args"].to_numpy(dtype=object) if isinstance(ev, pd.DataFrame) and "args" in ev else None
+            got = self._args_col = (ev, col)
+        return got[1]
 
     # ------------------------------------------------------------------ size
     def number_of_nodes(self) -> int:
@@ -182,10 +193,8 @@ def node_args(G: "nx.DiGraph | TraceGraph", eids: np.ndarray | list[int]) -> lis
     reading them unpacks a saved graph's packed args), a ``DiGraph`` on its nodes."""
     ids = np.asarray(eids, dtype=np.int64)
     if isinstance(G, TraceGraph):
-        ev = G.graph.get("events")
-        if not isinstance(ev, pd.DataFrame) or "args" not in ev:
-            return [None] * len(ids)
-        return ev["args"].to_numpy(dtype=object)[ids].tolist()
+        col = G.event_args()
+        return [None] * len(ids) if col is None else col[ids].tolist()
     nodes = G._node
     return [nodes[i].get("args") for i in ids.tolist()]
 
