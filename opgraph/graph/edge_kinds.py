@@ -8,4 +8,8 @@ EDGE_KINDS = ("nest", "host_seq", "launch", "stream_seq", "sync", "event_wait", 
               "collective",  # [issue #9]
               "handoff")  # inferred cross-thread hand-offs (opgraph/graph/threads.py)
 
-__all__ = ["EDGE_KINDS"]
+#: Edge attributes whose values are node ids (-1: none): the hand-off's first event of the
+#: burst and the event it waited from. A job graph renumbers them with its node ids.
+NODE_ID_EDGE_ATTRS = ("first", "wait_from")
+
+__all__ = ["EDGE_KINDS", "NODE_ID_EDGE_ATTRS"]

@@ -20,6 +20,7 @@ import pandas as pd
 
 from opgraph.version import GRAPH_SCHEMA_VERSION, __version__
 from opgraph.errors import OpgraphInputError
+from opgraph.graph.edge_kinds import NODE_ID_EDGE_ATTRS
 from opgraph.multirank.executor import run
 from opgraph.multirank.identity import check_ranks, discover
 from opgraph.multirank.match import align_clocks, match_collectives
@@ -190,14 +191,12 @@ class JobBuild:
         return graph_from_payload(self.payload)
 
 
-def merge_results(results: list[RankResult]) -> dict[str, Any]:
-    """Merge per-rank results into one job payload (contract in docs/multirank.md).
-
-    Frees each rank's payload as it is merged."""
-    from opgraph.graph.payload import PICKLE_MAGIC
-
-    check_ranks([(r.rank, r.file) for r in results])
-    results = sorted(results, key=lambda r: int(r.rank))  # type: ignore[arg-type]
+def job_collectives(results: list[RankResult]) -> tuple[pd.DataFrame, Any, list[dict[str, Any]]]:
+    """The job's collective table from per-rank results sorted by rank: matched
+    (``coll_id``, numbered by aligned start; -1 unmatched), on the aligned clock, ``node``
+    still the rank's **local** node id, sorted by ``ts, rank``. Returns (table, the clock
+    alignment (:func:`~opgraph.multirank.match.align_clocks`), warnings: world size,
+    matching and alignment)."""
     ranks = [int(r.rank) for r in results]  # type: ignore[arg-type]
     warnings: list[dict[str, Any]] = []
     for r in results:
@@ -211,8 +210,6 @@ def merge_results(results: list[RankResult]) -> dict[str, Any]:
         warnings.append({"code": "ranks_absent", "count": len(absent), "example_eid": None,
                          "message": f"{len(results)} of world size {max(ws)} ranks given; absent: "
                                     f"{absent[:32]}{' ...' if len(absent) > 32 else ''}"})
-
-    # --- collectives: match, align ---
     coll = pd.concat([r.collectives for r in results], ignore_index=True) if results else pd.DataFrame(
         {c: pd.Series(dtype=t) for c, t in COLLECTIVE_COLUMNS.items()})
     m = match_collectives(coll)
@@ -230,6 +227,32 @@ def merge_results(results: list[RankResult]) -> dict[str, Any]:
     mk = t[t["key"] >= 0].groupby("key")["ts"].min().sort_values(kind="stable")
     cid = pd.Series(np.arange(len(mk), dtype=np.int64), index=mk.index)
     t["coll_id"] = t["key"].map(cid).fillna(-1).astype(np.int64)
+    t = t.drop(columns=["key"]).sort_values(["ts", "rank"], kind="stable").reset_index(drop=True)
+    return t[list(COLLECTIVE_COLUMNS) + ["coll_id", "match"]], al, warnings
+
+
+def _renumbered(attrs: dict[str, Any], shift: int) -> dict[str, Any]:
+    """A copy of edge attributes ``attrs`` whose node-id values
+    (:data:`~opgraph.graph.edge_kinds.NODE_ID_EDGE_ATTRS`) are moved by ``shift`` (-1 stays)."""
+    out = dict(attrs)
+    for k in NODE_ID_EDGE_ATTRS:
+        v = out.get(k)
+        if v is not None and v >= 0:
+            out[k] = int(v) + shift
+    return out
+
+
+def merge_results(results: list[RankResult]) -> dict[str, Any]:
+    """Merge per-rank results into one job payload (contract in docs/multirank.md).
+
+    Frees each rank's payload as it is merged."""
+    from opgraph.graph.payload import PICKLE_MAGIC
+
+    check_ranks([(r.rank, r.file) for r in results])
+    results = sorted(results, key=lambda r: int(r.rank))  # type: ignore[arg-type]
+    ranks = [int(r.rank) for r in results]  # type: ignore[arg-type]
+    ws = {r.world_size for r in results if r.world_size is not None}
+    t, al, warnings = job_collectives(results)
     unmatched = int((t["coll_id"] < 0).sum())
 
     # --- node offsets and the merged payload ---
@@ -243,8 +266,6 @@ def merge_results(results: list[RankResult]) -> dict[str, Any]:
     goff = t["rank"].map(pd.Series(node_offset, dtype=np.int64)).to_numpy()
     kept_row = ~pd.isna(goff)
     t["node"] = np.where(kept_row, t["node"].to_numpy(np.int64) + np.nan_to_num(goff).astype(np.int64), -1)
-    t = t.drop(columns=["key"]).sort_values(["ts", "rank"], kind="stable").reset_index(drop=True)
-    t = t[list(COLLECTIVE_COLUMNS) + ["coll_id", "match"]]
 
     steps_l = []
     for r in results:
@@ -298,7 +319,7 @@ def merge_results(results: list[RankResult]) -> dict[str, Any]:
             dst_l.append(np.asarray(p["dst"], np.int64) + no)
             ek_p.append(p["edge_kind"])
             for j, a in p["edge_extra"].items():
-                extra[n_edges + j] = a
+                extra[n_edges + j] = _renumbered(a, no)
             n_edges += len(p["src"])
             ev = g["events"].copy(deep=False)
             ev["eid"] = ev["eid"].to_numpy(np.int64) + no
@@ -480,7 +501,7 @@ def rank_subgraph(G: nx.DiGraph, r: int, aligned: bool = False) -> nx.DiGraph:
         u = n - off
         for v, d in nb.items():
             if off <= v < hi and d.get("kind") != "collective":
-                dd = dict(d)
+                dd = _renumbered(d, -off)
                 succ[u][v - off] = dd
                 pred[v - off][u] = dd
     return H
