@@ -214,11 +214,15 @@ def info(G: nx.DiGraph | PathLike) -> Report:
     return Report("info", doc, frames, "nodes_by_kind")
 
 
-def critical_path(G: nx.DiGraph | PathLike, window: str | None = None, ranks: Sequence[int] | None = None
-                  ) -> CriticalPathResult:
+def critical_path(G: nx.DiGraph | PathLike | Sequence[PathLike], window: str | None = None,
+                  ranks: Sequence[int] | None = None, *, workers: int | None = None,
+                  scheduler: str | None = None) -> CriticalPathResult:
     """The critical path of every window (``opgraph critical-path``): default one per step,
     ``"all"`` for the whole trace, or a regex over range names. On a multi-rank job graph,
-    the cross-rank path of every step (``ranks`` restricts it).
+    the cross-rank path of every step (``ranks`` restricts it). Given a job's rank traces
+    (a folder, a glob or a list of files), the same cross-rank path computed rank by rank
+    in a process pool of ``workers`` or on the Dask cluster at ``scheduler``, no process
+    holding more than one rank (docs/multirank.md).
     Examples
     --------
     >>> import opgraph
@@ -229,6 +233,15 @@ def critical_path(G: nx.DiGraph | PathLike, window: str | None = None, ranks: Se
     >>> float(path["dur_us"].sum()) == res.summary()["length_us"]
     True
     """
+    from opgraph.multirank.identity import is_job_input
+
+    if not isinstance(G, (nx.DiGraph, TraceGraph)) and is_job_input(G if isinstance(G, (list, tuple)) else [G]):
+        if window is not None:
+            raise ValueError("window: a multi-rank job's windows are the steps of the slowest rank")
+        from opgraph.analysis.crossrank_workers import crossrank_from_traces
+
+        paths = [os.fspath(p) for p in G] if isinstance(G, (list, tuple)) else [os.fspath(G)]
+        return crossrank_from_traces(paths, ranks, workers=workers, scheduler=scheduler)  # type: ignore[return-value]
     G = _columns(G)
     if isinstance(G.graph.get("job"), dict):
         from opgraph.analysis.crossrank import crossrank_critical_path

@@ -87,3 +87,20 @@ def test_unreachable_scheduler(tmp_path: Path, cli) -> None:
     write(tmp_path / "rank0.json", mini_trace(0))
     r = cli(["summary", str(tmp_path), "--scheduler", "tcp://127.0.0.1:1"])
     assert r.exit_code == 2 and "tcp://127.0.0.1:1" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_crossrank_path_on_dask_equals_the_pool(cluster, cli) -> None:
+    """``critical-path DIR --scheduler``: every pass runs on the cluster's workers (which
+    build each rank again from its trace, nothing kept between passes) and gives the pool's
+    answer, which is the saved job graph's (tests/test_crossrank_workers.py)."""
+    from opgraph.analysis.crossrank_workers import crossrank_from_traces
+
+    seq = Path(__file__).resolve().parents[1] / "fixtures" / "multirank" / "seq"
+    files = sorted(str(p) for p in seq.glob("rank*.json"))
+    pool = crossrank_from_traces(files, workers=2).to_dict()
+    dask = crossrank_from_traces(files, scheduler=cluster.scheduler_address)
+    assert dask.to_dict() == pool
+    assert dask.stats["tables"]["tasks"] == 4 and dask.stats["segments"]["tasks"] >= 1
+    r = cli(["critical-path", str(seq), "--json", "--ranks", "0", "--scheduler", cluster.scheduler_address])
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout) == crossrank_from_traces(files, ranks=[0], workers=1).to_dict()

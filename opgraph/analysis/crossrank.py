@@ -40,9 +40,9 @@ import pandas as pd
 
 from opgraph.graph.arrays import GraphArrays, key_positions
 from opgraph.graph.model import AnyGraph, arrays_of, as_networkx
-from opgraph.analysis.critical_path import (CATEGORIES, BoundaryDAG, ExtraEdges, PathSegment, WindowPath,
-                                            boundary_dag, breakdown_frame, path_frame, path_segments, segments,
-                                            summarize_windows, walk_back)
+from opgraph.analysis.critical_path import (CATEGORIES, BoundaryDAG, ExtraEdges, PathSegment, SegmentTable,
+                                            WindowPath, boundary_dag, breakdown_frame, path_frame, segment_columns,
+                                            segment_table, summarize_windows, walk_back)
 from opgraph.analysis.display import TableResult
 from opgraph.analysis.stragglers import job_info, kernel_waits
 
@@ -144,6 +144,9 @@ class CrossRankResult(TableResult):
     ranks: list[int]
     summarised: list[int]
     notes: list[str] = field(default_factory=list)
+    #: How it was computed, when rank by rank (:mod:`opgraph.analysis.crossrank_workers`):
+    #: per pass, tasks and the largest worker's peak RSS (bytes). Not part of ``to_dict``.
+    stats: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
     def windows(self) -> list[StepPath]:
@@ -236,19 +239,19 @@ def crossrank_critical_path(G: AnyGraph, ranks: Sequence[int] | None = None,
         wanted = sorted({int(r) for r in ranks})
         unknown = [r for r in wanted if r not in info]
         if unknown:
-            raise ValueError(f"rank(s) {unknown} not in this job (ranks {_fmt_ranks(all_ranks)})")
+            raise ValueError(f"rank(s) {unknown} not in this job (ranks {fmt_ranks(all_ranks)})")
     full = [r for r in wanted if info[r].get("full", True)]
     summarised = [r for r in wanted if r not in full]
     if not full:
-        raise ValueError(f"none of ranks {_fmt_ranks(wanted)} is kept in full in this job "
-                         f"(full ranks: {_fmt_ranks([r for r in all_ranks if info[r].get('full', True)])})")
+        raise ValueError(f"none of ranks {fmt_ranks(wanted)} is kept in full in this job "
+                         f"(full ranks: {fmt_ranks([r for r in all_ranks if info[r].get('full', True)])})")
     notes: list[str] = []
     not_full_job = [r for r in all_ranks if not info[r].get("full", True)]
     if not_full_job:
-        notes.append(f"ranks {_fmt_ranks(not_full_job)} are not kept in full: the path cannot enter them; they appear "
+        notes.append(f"ranks {fmt_ranks(not_full_job)} are not kept in full: the path cannot enter them; they appear "
                      "only through their collective rows, as gpu_comm_wait of the ranks that waited for them")
     if ranks is not None and len(full) < len([r for r in all_ranks if info[r].get("full", True)]):
-        notes.append(f"analysis restricted to ranks {_fmt_ranks(full)}: waits for other ranks are gpu_comm_wait")
+        notes.append(f"analysis restricted to ranks {fmt_ranks(full)}: waits for other ranks are gpu_comm_wait")
 
     a = arr if arr is not None else arrays_of(G)
     rank_of = node_ranks(G, a)
@@ -275,7 +278,7 @@ def crossrank_critical_path(G: AnyGraph, ranks: Sequence[int] | None = None,
         coll_of[p] = waits["coll_id"].to_numpy(np.int64)[ok]
 
     # per-step waits by rank and blamed rank (table only)
-    comm = _step_waits(job["collectives"], waits, set(wanted))
+    comm = step_waits(job["collectives"], waits, set(wanted))
 
     # window members, sorted by (rank, key)
     members = np.flatnonzero((a.is_host | a.is_activity) & keep[rank_of])
@@ -307,8 +310,8 @@ def crossrank_critical_path(G: AnyGraph, ranks: Sequence[int] | None = None,
         name = named[0] if named else (f"step {stepno}" if stepno >= 0 else "all")
         path: list[PathSegment] = []
         if w["sink"] >= 0:
-            raw = segments(d, walk_back(d, 2 * w["sink"] + 1, w["start_ns"]))
-            path = _segments(d, raw, rank_of, wait_end, blame, coll_of)
+            raw = segment_columns(d, walk_back(d, 2 * w["sink"] + 1, w["start_ns"]))
+            path = cross_segments(d, raw, segment_table(d, raw), rank_of, wait_end, blame, coll_of)
         results.append(StepPath(name, None, w["start_ns"], w["end_ns"], path, step=int(stepno),
                                 window_rank=int(w["rank"]),
                                 rank_windows=[{k: int(v) for k, v in x.items() if k != "sink"} for x in wins],
@@ -316,33 +319,40 @@ def crossrank_critical_path(G: AnyGraph, ranks: Sequence[int] | None = None,
     return CrossRankResult(results, full, summarised, notes)
 
 
-def _segments(d: BoundaryDAG, raw: list, rank_of: np.ndarray, wait_end: np.ndarray,
-              blame: np.ndarray, coll_of: np.ndarray) -> list[PathSegment]:
-    """Path segments of the engine's segments (:func:`opgraph.analysis.critical_path.segments`)
-    on their ranks, splitting collective kernels' ``gpu_comm`` time into ``gpu_comm_wait``
-    (inside the kernel's wait interval) and ``gpu_comm``."""
+def cross_segments(d: BoundaryDAG, raw: dict[str, np.ndarray], table: SegmentTable, rank_of: np.ndarray,
+                   wait_end: np.ndarray, blame: np.ndarray, coll_of: np.ndarray, shift: int = 0) -> list[PathSegment]:
+    """Path segments on their ranks of the engine's segment columns ``raw``
+    (:func:`opgraph.analysis.critical_path.segment_columns`) and their :class:`SegmentTable`
+    ``table``, splitting collective kernels' ``gpu_comm`` time into ``gpu_comm_wait``
+    (inside the kernel's wait interval ``[ts, wait_end]``, blamed on ``blame``) and
+    ``gpu_comm``. Per node position: ``rank_of``, ``wait_end`` (ns, -1: none), ``blame``
+    (the rank waited for), ``coll_of`` (collective id, -1: none). ``shift`` (ns) is added
+    to every segment's times (a rank's own clock to the job's aligned clock)."""
     a = d.arr
     out: list[PathSegment] = []
-    for r, ps in zip(raw, path_segments(d, raw)):
-        ow = r.owner if r.owner >= 0 else (r.dst if r.dst >= 0 else r.src)
+    cols = zip(raw["owner"].tolist(), raw["cat"].tolist(), raw["t0"].tolist(), raw["t1"].tolist(),
+               raw["src"].tolist(), raw["dst"].tolist())
+    for (owner, cat, t0, t1, src, dst), ps in zip(cols, table):
+        ow = owner if owner >= 0 else (dst if dst >= 0 else src)
         rank = int(rank_of[ow]) if ow >= 0 else 0
-        cid = int(coll_of[r.owner]) if r.owner >= 0 and coll_of[r.owner] >= 0 else None
-        pieces: list[tuple[int, int, str, int | None]] = [(r.t0, r.t1, ps.bound_by, None)]
-        if r.owner >= 0 and r.cat == _GPU_COMM and wait_end[r.owner] > a.ts[r.owner]:
-            w0, w1 = int(a.ts[r.owner]), int(wait_end[r.owner])
-            o0, o1 = max(r.t0, w0), min(r.t1, w1)
+        cid = int(coll_of[owner]) if owner >= 0 and coll_of[owner] >= 0 else None
+        pieces: list[tuple[int, int, str, int | None]] = [(t0, t1, ps.bound_by, None)]
+        if owner >= 0 and cat == _GPU_COMM and wait_end[owner] > a.ts[owner]:
+            w0, w1 = int(a.ts[owner]), int(wait_end[owner])
+            o0, o1 = max(t0, w0), min(t1, w1)
             if o1 > o0:
-                pieces = [(x0, x1, cat, wr) for x0, x1, cat, wr in (
-                    (r.t0, o0, "gpu_comm", None), (o0, o1, "gpu_comm_wait", int(blame[r.owner])),
-                    (o1, r.t1, "gpu_comm", None)) if x1 > x0]
-        for x0, x1, cat, wr in pieces:
-            out.append(CrossSegment(ps.eid, ps.kind, ps.name, x0, x1, cat, ps.lane, ps.from_eid, ps.to_eid,
-                                    ps.inferred, ps.edge, rank=rank, wait_for_rank=wr, coll_id=cid))
+                pieces = [(x0, x1, c, wr) for x0, x1, c, wr in (
+                    (t0, o0, "gpu_comm", None), (o0, o1, "gpu_comm_wait", int(blame[owner])),
+                    (o1, t1, "gpu_comm", None)) if x1 > x0]
+        for x0, x1, c, wr in pieces:
+            out.append(CrossSegment(ps.eid, ps.kind, ps.name, x0 + shift, x1 + shift, c, ps.lane, ps.from_eid,
+                                    ps.to_eid, ps.inferred, ps.edge, rank=rank, wait_for_rank=wr, coll_id=cid))
     return out
 
 
-def _step_waits(coll: pd.DataFrame, waits: pd.DataFrame, ranks: set[int]) -> dict[int, dict[int, dict[str, Any]]]:
-    """``{step: {rank: {"wait_ns": total, "for_rank_ns": {last_rank: ns}}}}`` for ``ranks``,
+def step_waits(coll: pd.DataFrame, waits: pd.DataFrame, ranks: set[int]) -> dict[int, dict[int, dict[str, Any]]]:
+    """``{step: {rank: {"wait_ns": total, "for_rank_ns": {last_rank: ns}}}}`` for ``ranks``
+    (ns), from the collective table ``coll`` and its :func:`~opgraph.analysis.stragglers.kernel_waits` ``waits``,
     the step of a collective being the largest step of its kernels."""
     out: dict[int, dict[int, dict[str, Any]]] = {}
     if not len(waits):
@@ -359,5 +369,6 @@ def _step_waits(coll: pd.DataFrame, waits: pd.DataFrame, ranks: set[int]) -> dic
     return out
 
 
-def _fmt_ranks(rs: Sequence[int]) -> str:
+def fmt_ranks(rs: Sequence[int]) -> str:
+    """Ranks as `0,3,5` (`none` when empty)."""
     return ",".join(str(r) for r in rs) if rs else "none"

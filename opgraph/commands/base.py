@@ -120,11 +120,11 @@ def multirank_options(f: Callable) -> Callable:
 
 
 def is_multirank_input(inputs: tuple[str, ...] | list[str]) -> bool:
-    """Several files, a directory or a glob pattern: a multi-rank job."""
-    if len(inputs) != 1:
-        return True
-    p = inputs[0]
-    return os.path.isdir(p) or (any(ch in p for ch in "*?[") and not os.path.exists(p))
+    """Several files, a directory or a glob pattern: a multi-rank job
+    (:func:`opgraph.multirank.identity.is_job_input`)."""
+    from opgraph.multirank.identity import is_job_input
+
+    return is_job_input(list(inputs))
 
 
 def per_rank_command(input: str, fn: Callable[..., Any], kwargs: dict[str, Any], files: TableFiles | None,

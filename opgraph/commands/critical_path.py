@@ -46,6 +46,30 @@ def _crossrank(G, input: str, window: str | None, ranks: str | None, as_json: bo
                 "critical-path.schema.json", lambda: render_crossrank_path(res, console(), top=top))
 
 
+def _crossrank_traces(input: str, window: str | None, ranks: str | None, as_json: bool, no_path: bool, top: int,
+                      files: TableFiles | None, workers: int | None, scheduler: str | None) -> None:
+    """``critical-path DIR``: the cross-rank path from the rank traces, rank by rank."""
+    from opgraph.analysis.crossrank_workers import crossrank_from_traces
+    from opgraph.progress import rank_progress
+
+    if window is not None:
+        raise OpgraphInputError(input, "--window is not supported on a multi-rank job: windows are the "
+                                       "steps of the slowest rank")
+    try:
+        sel = parse_ranks(ranks)
+    except ValueError as e:
+        raise OpgraphInputError(input, str(e)) from None
+    with rank_progress("ranks: read, walked, named") as step:
+        try:
+            res = crossrank_from_traces([input], ranks=sel, workers=workers, scheduler=scheduler,
+                                        progress=lambda _name, d, n: step(d, n))
+        except ValueError as e:
+            raise OpgraphInputError(input, f"--ranks {ranks}: {e}") from None
+    from opgraph.export.text_crossrank import render_crossrank_path
+    emit_result(input, res.tables, files, as_json, lambda: res.to_dict(with_path=not no_path),
+                "critical-path.schema.json", lambda: render_crossrank_path(res, console(), top=top))
+
+
 @click.command("critical-path")
 @click.argument("input", type=str)
 @click.option("--window", default=None,
@@ -59,15 +83,25 @@ def _crossrank(G, input: str, window: str | None, ranks: str | None, as_json: bo
               help="Multi-rank job graph: the ranks to analyse (default: all ranks kept in full). The path "
                    "of each step may cross ranks at collectives (docs/multirank.md).")
 @table_file_options
+@multirank_options
 def critical_path_cmd(input: str, window: str | None, as_json: bool, no_path: bool, top: int,
-                      ranks: str | None, csv_dir: TableFiles | None) -> None:
+                      ranks: str | None, csv_dir: TableFiles | None, scheduler: str | None = None,
+                      workers: int | None = None) -> None:
     """Critical path of each step: what bounds it, segment by segment.
 
     On a multi-rank job graph (opgraph build DIR), one cross-rank path per step, in the
-    window of the step's slowest rank, with gpu_comm_wait naming the rank waited for."""
+    window of the step's slowest rank, with gpu_comm_wait naming the rank waited for.
+    Given the rank traces themselves (a directory or a glob), the same path is computed
+    rank by rank in the process pool (--workers) or on a Dask cluster (--scheduler), so
+    no process holds more than one rank."""
     from opgraph.analysis.critical_path import critical_path
     from opgraph.commands.window_option import check_window, window_errors
 
+    if is_multirank_input((input,)):
+        _crossrank_traces(input, window, ranks, as_json, no_path, top, csv_dir, workers, scheduler)
+        return
+    if workers is not None or scheduler is not None:
+        raise OpgraphInputError(input, "--workers/--scheduler apply to rank traces (a directory or a glob)")
     G = load_input(input, job_ok=True, model=True)
     if isinstance(G.graph.get("job"), dict):
         _crossrank(G, input, window, ranks, as_json, no_path, top, csv_dir)

@@ -27,6 +27,17 @@ _RANK_NAME_RE = (
 )
 
 
+def is_job_input(inputs: "str | os.PathLike | list | tuple") -> bool:
+    """Several files, a directory or a glob pattern (that is not itself a file): the rank
+    traces of a multi-rank job."""
+    if isinstance(inputs, (list, tuple)):
+        if len(inputs) != 1:
+            return True
+        inputs = inputs[0]
+    p = os.fspath(inputs)
+    return os.path.isdir(p) or (any(ch in p for ch in "*?[") and not os.path.exists(p))
+
+
 def rank_from_filename(path: str) -> int | None:
     """The rank a file name states (``rank-3``, ``rank3``, ``rank_3``, ``worker3``, then
     ``_3.``), or None. Only the base name is looked at."""
