@@ -12,6 +12,10 @@ worker, and the memory of a many-rank job (and, in ``memory`` mode, the job-wide
     # stragglers straight from 64 rank traces of 1M events each (no job graph is built)
     python benchmarks/multirank.py stragglers --source /work/bench-data/ns_x15.json --ranks 64 --workers 2
 
+    # the cross-rank critical path and stragglers straight from 64 rank traces of 1M events
+    # each, rank r's timeline stretched by 1 + 2e-4 * (r - 31.5) so the ranks differ
+    python benchmarks/multirank.py crossrank --source /work/bench-data/ns_x15.json --ranks 64 --workers 2
+
     # quick check of the script itself
     python benchmarks/multirank.py scale --source /work/bench-data/ns_x2.json --ranks 4 --workers 1,2
 
@@ -27,7 +31,13 @@ reading and building one rank's graph payload: the single-rank figure), ``client
 (the process that merges), and for ``memory``: ``load_peak_rss_mb`` (a fresh process
 loading the saved job ``.gpickle`` as a networkx graph) and the commands' ``peak_rss_mb``;
 for ``stragglers``: ``driver_peak_rss_mb`` (the process that matches the collectives) and
-``worker_peak_rss_mb`` (the largest worker, from the ranks' summaries).
+``worker_peak_rss_mb`` (the largest worker, from the ranks' summaries); for ``crossrank``:
+the same two for what ``critical-path DIR`` runs (per pass: tasks and the largest worker),
+and ``opgraph stragglers DIR --json`` run as a command (wall time and the command
+process's peak RSS). ``--stretch S`` writes rank ``r``
+of ``n`` with every timestamp and duration stretched by ``1 + S * (r - (n - 1) / 2)`` about
+the trace start, so the ranks arrive at their collectives at different times, different
+ranks last in different parts of the trace (``crossrank`` default 2e-4).
 """
 
 from __future__ import annotations
@@ -64,6 +74,62 @@ def write_ranks(source: Path, n: int, directory: Path) -> list[Path]:
         p.write_bytes(doc)
         out.append(p)
     return out
+
+
+def _stretch_one(args: tuple[str, str, float]) -> None:
+    """Rewrite the rank file ``dst`` from ``src`` with times stretched by ``f`` (µs, about
+    the earliest ``ts``)."""
+    import orjson
+
+    src, dst, f = args
+    doc = orjson.loads(Path(src).read_bytes())
+    evs = doc["traceEvents"]
+    t0 = min(e["ts"] for e in evs if isinstance(e.get("ts"), (int, float)))
+    for e in evs:
+        t = e.get("ts")
+        if isinstance(t, (int, float)):
+            e["ts"] = round(t0 + (t - t0) * f, 3)
+        d = e.get("dur")
+        if isinstance(d, (int, float)):
+            e["dur"] = round(d * f, 3)
+    Path(dst).write_bytes(orjson.dumps(doc))
+
+
+def stretch_ranks(files: list[Path], stretch: float, workers: int) -> None:
+    """Stretch rank ``r``'s timeline (of ``n``) by ``1 + stretch * (r - (n - 1) / 2)`` in
+    place: after the clocks are aligned on the collectives' median, the compressed ranks
+    arrive last early in the trace and the stretched ones late in it."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    n = len(files)
+    jobs = [(str(p), str(p), 1.0 + stretch * (r - (n - 1) / 2)) for r, p in enumerate(files)]
+    with ProcessPoolExecutor(max_workers=workers) as ex:
+        list(ex.map(_stretch_one, jobs))
+
+
+def crossrank_from_ranks(directory: Path, workers: int) -> dict:
+    """What ``opgraph critical-path DIR`` runs
+    (:func:`opgraph.analysis.crossrank_workers.crossrank_from_traces`), in a fresh process:
+    wall time, this process's peak RSS, and per pass the tasks and the largest worker."""
+    code = f"""
+{_RSS}
+import json, time
+from opgraph.analysis.crossrank_workers import crossrank_from_traces
+t = time.perf_counter()
+res = crossrank_from_traces([{str(directory)!r}], workers={workers})
+w = time.perf_counter() - t
+doc = res.to_dict(with_path=False)
+mb = lambda b: round(b / 2**20, 1)
+print(json.dumps({{"workers": {workers}, "wall_s": round(w, 2), "steps": len(res.steps),
+                   "segments": sum(len(s.path) for s in res.steps),
+                   "ranks_on_path": sorted({{r for s in res.steps for r in s.ranks_on_path}}),
+                   "length_equals_span": all(abs(x["length_us"] - x["span_us"]) < 1e-6 for x in doc["windows"]),
+                   "passes": {{k: {{**{{a: b for a, b in v.items() if a != "worker_peak_rss_bytes"}},
+                                  "worker_peak_rss_mb": mb(v["worker_peak_rss_bytes"])}}
+                              for k, v in res.stats.items()}},
+                   "driver_peak_rss_mb": round(rss(), 1)}}))
+"""
+    return _child(code)
 
 
 def _child(code: str) -> dict:
@@ -174,7 +240,9 @@ print(json.dumps({{"command": " ".join({args!r}[:1] + {args!r}[2:]), "wall_s": r
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("mode", choices=("scale", "memory", "stragglers"))
+    ap.add_argument("mode", choices=("scale", "memory", "stragglers", "crossrank"))
+    ap.add_argument("--stretch", type=float, default=None,
+                    help="stretch rank r of n by 1 + S * (r - (n - 1) / 2) (default: 2e-4 in crossrank mode, else 0)")
     ap.add_argument("--source", type=Path, default=Path("/work/bench-data/ns_x15.json"))
     ap.add_argument("--ranks", type=int, default=16)
     ap.add_argument("--workers", default="1,2", help="scale: comma-separated pool sizes")
@@ -187,10 +255,18 @@ def main() -> None:
     try:
         t = time.perf_counter()
         files = write_ranks(a.source, a.ranks, tmp / "ranks")
+        stretch = a.stretch if a.stretch is not None else (2e-4 if a.mode == "crossrank" else 0.0)
+        if stretch:
+            stretch_ranks(files, stretch, int(a.workers.split(",")[-1]))
         doc: dict = {"mode": a.mode, "source": str(a.source), "ranks": a.ranks, "cores": os.cpu_count(),
-                     "write_s": round(time.perf_counter() - t, 1)}
+                     "stretch": stretch, "write_s": round(time.perf_counter() - t, 1)}
         doc["single_rank"] = single_rank(files[0])
-        if a.mode == "stragglers":
+        if a.mode == "crossrank":
+            w = int(a.workers.split(",")[-1])
+            d = str(tmp / "ranks")
+            doc["crossrank"] = crossrank_from_ranks(tmp / "ranks", w)
+            doc["commands"] = [run_command(["stragglers", d, "--json", "--workers", str(w)])]
+        elif a.mode == "stragglers":
             # the job's rank traces straight to stragglers: no job graph, no rank kept in full
             doc["stragglers"] = stragglers_from_ranks(tmp / "ranks", int(a.workers.split(",")[-1]))
         elif a.mode == "scale":

@@ -145,7 +145,8 @@ class CrossRankResult(TableResult):
     summarised: list[int]
     notes: list[str] = field(default_factory=list)
     #: How it was computed, when rank by rank (:mod:`opgraph.analysis.crossrank_workers`):
-    #: per pass, tasks and the largest worker's peak RSS (bytes). Not part of ``to_dict``.
+    #: per pass, tasks, wall time (s) and the largest worker's peak RSS (bytes). Not part
+    #: of ``to_dict``.
     stats: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property

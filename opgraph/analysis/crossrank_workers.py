@@ -35,6 +35,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import tempfile
+import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -357,8 +358,10 @@ def _crossrank(files: list[str], ranks: Sequence[int] | None, workers: int | Non
         return (lambda d, n: progress(name, d, n)) if progress else (lambda _d, _n: None)
 
     gfiles = [os.path.join(cache_dir, f"rank-file-{i}.gpickle") if cache_dir else None for i in range(len(files))]
+    clock = time.perf_counter()
     p1: list[RankPathTables] = run(rank_path_tables, list(zip(files, gfiles)), workers=workers, scheduler=scheduler,
                                    progress=prog("reading ranks"))
+    t_tables = time.perf_counter() - clock
     check_ranks([(x.result.rank, x.result.file) for x in p1])
     p1 = sorted(p1, key=lambda x: int(x.result.rank))  # type: ignore[arg-type]
     by_rank = {int(x.result.rank): x for x in p1}  # type: ignore[arg-type]
@@ -443,6 +446,7 @@ def _crossrank(files: list[str], ranks: Sequence[int] | None, workers: int | Non
             b = (int(starts[k]) if k >= 0 else fts) - offs[q]
             want_b[(q, fsrc)] = min(want_b.get((q, fsrc), b), b)
     n_chain_tasks = peak = 0
+    clock = time.perf_counter()
     plans: list[list[tuple[int, int, int, int]]] = []
     for _round in range(8):
         ask: dict[int, list[tuple[int, int]]] = {}
@@ -471,6 +475,8 @@ def _crossrank(files: list[str], ranks: Sequence[int] | None, workers: int | Non
     else:  # pragma: no cover - a chain that keeps needing more after 8 rounds
         raise RuntimeError("cross-rank walk did not settle")
 
+    t_chains = time.perf_counter() - clock
+    clock = time.perf_counter()
     # pass 3: each rank's pieces of the walks to segments
     waits = kernel_waits(coll)
     pieces_of: dict[int, list[tuple[int, int, int]]] = {r: [] for r in wanted}
@@ -494,10 +500,12 @@ def _crossrank(files: list[str], ranks: Sequence[int] | None, workers: int | Non
                      offs[r], node_off[r], wd))
     p3 = run(rank_segments, args, workers=workers, scheduler=scheduler, progress=prog("naming segments"))
     segs = {r: x[0] for r, x in zip(seg_ranks, p3)}
-    stats = {"tables": {"tasks": len(p1), "worker_peak_rss_bytes": max((x.peak_rss_bytes for x in p1), default=0)},
+    stats = {"tables": {"tasks": len(p1), "wall_s": round(t_tables, 2),
+                        "worker_peak_rss_bytes": max((x.peak_rss_bytes for x in p1), default=0)},
              "chains": {"tasks": n_chain_tasks, "rounds": _round + 1, "entries": len(summ),
-                        "worker_peak_rss_bytes": peak},
-             "segments": {"tasks": len(p3), "worker_peak_rss_bytes": max((x[1] for x in p3), default=0)}}
+                        "wall_s": round(t_chains, 2), "worker_peak_rss_bytes": peak},
+             "segments": {"tasks": len(p3), "wall_s": round(time.perf_counter() - clock, 2),
+                          "worker_peak_rss_bytes": max((x[1] for x in p3), default=0)}}
     comm = step_waits(coll, waits, set(wanted))
     results: list[StepPath] = []
     for (stepno, grp, row), w_idx in zip(steps_sel, where):
