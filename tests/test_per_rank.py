@@ -16,7 +16,7 @@ from opgraph.schemas_util import validation_error
 SEQ = ROOT / "fixtures" / "multirank" / "seq"
 SCHEMAS = {"idle": "idle.schema.json", "queue": "queue-length.schema.json", "categories": "categories.schema.json",
            "kernels": "kernel-stats.schema.json", "launch-stats": "launch-stats.schema.json",
-           "memory-bw": "memory-bw.schema.json"}
+           "memory-bw": "memory-bw.schema.json", "overlap": "overlap.schema.json"}
 
 
 def _strip(d: dict) -> dict:
@@ -50,6 +50,16 @@ def test_table_files_carry_the_rank(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.stderr
     alone = pd.read_csv(one / "rank2.queues.csv")
     pd.testing.assert_frame_equal(df[df["rank"] == 2].drop(columns="rank").reset_index(drop=True), alone)
+
+
+def test_overlap_window_on_rank_traces() -> None:
+    """``overlap DIR --window``: each rank's windows; a regex no rank has is one line."""
+    r = _run_cli(["overlap", str(SEQ), "--window", "all", "--json", "--workers", "1"])
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert all(e["result"]["window_mode"] == "all" for e in doc["ranks"]), doc["ranks"][0]["result"]["window_mode"]
+    r = _run_cli(["overlap", str(SEQ), "--window", "no-such-range", "--workers", "1"])
+    assert_one_line_error(r, SEQ, "--window", "no-such-range")
 
 
 def test_rank_option_with_rank_traces_is_one_line_error() -> None:
@@ -118,3 +128,17 @@ def test_stragglers_from_rank_traces_equal_the_saved_job(tmp_path: Path, inputs:
         d = _run_cli(["stragglers", inputs, "--json", "--scheduler", c.scheduler_address])
     assert d.exit_code == 0, d.stderr
     assert same(json.loads(d.stdout), False) == want
+
+
+def test_overlap_rank_traces_equal_the_job_table(tmp_path: Path) -> None:
+    """``overlap DIR`` writes the rows ``overlap job.gpickle`` writes (one per rank, window
+    and device, ``rank`` first): the exposed communication per rank, without the job graph."""
+    job = tmp_path / "job.gpickle"
+    assert _run_cli(["build", str(SEQ), "-o", str(job)]).exit_code == 0
+    r = _run_cli(["overlap", str(job), "--csv", str(tmp_path / "a")])
+    assert r.exit_code == 0, r.stderr
+    r = _run_cli(["overlap", str(SEQ), "--csv", str(tmp_path / "b"), "--workers", "2"])
+    assert r.exit_code == 0, r.stderr
+    a, b = pd.read_csv(tmp_path / "a" / "job.overlap.csv"), pd.read_csv(tmp_path / "b" / "seq.overlap.csv")
+    assert len(a) == 16
+    pd.testing.assert_frame_equal(a, b)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import click
 
 from opgraph.commands.base import console
-from opgraph.commands.base import emit_result, load_input, rank_option
+from opgraph.commands.base import emit_result, is_multirank_input, load_input, multirank_options, per_rank_command
+from opgraph.commands.base import rank_option
 from opgraph.table_options import TableFiles, table_file_options
 
 
@@ -17,15 +18,24 @@ from opgraph.table_options import TableFiles, table_file_options
               help="'all' for the whole trace, or a regex over range names (default: each step, plus 'all').")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schemas/overlap.schema.json).")
 @table_file_options
-def overlap_cmd(input: str, window: str | None, as_json: bool, csv_dir: TableFiles | None, rank: int | None = None) -> None:
+@multirank_options
+def overlap_cmd(input: str, window: str | None, as_json: bool, csv_dir: TableFiles | None, rank: int | None = None,
+                scheduler: str | None = None, workers: int | None = None) -> None:
     """GPU time per step and device: compute, communication and memory, how much of the
     communication overlaps computation, and the exposed communication and memory time.
     On a multi-rank job graph without --rank: every rank kept in full, one row per rank,
-    window and device."""
+    window and device. On a job's rank traces (a directory or a glob): each rank in its
+    own pool process or Dask task."""
     from opgraph.analysis.overlap import comm_overlap
     from opgraph.commands.window_option import check_window, window_errors
     from opgraph.export.text import render_overlap
 
+    if is_multirank_input([input]) or scheduler:  # a job's rank traces: one task per rank
+        with window_errors(input, "--window"):
+            per_rank_command(input, comm_overlap, {"window": window}, csv_dir, as_json, "overlap.schema.json",
+                             lambda res: res.to_dict(), lambda res, con: render_overlap(res.tables()["overlap"], con),
+                             workers, scheduler, rank, model=True)
+        return
     G = load_input(input, whole_job=True, rank=rank, model=True)
     if isinstance(G.graph.get("job"), dict):  # a job graph without --rank: every rank kept in full
         from opgraph.analysis.job_tables import per_rank
