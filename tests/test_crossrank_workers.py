@@ -205,3 +205,74 @@ def test_api_on_rank_traces() -> None:
     assert _doc(opgraph.critical_path(FIX / "noseq", ranks=[1, 2], workers=2)) == job
     with pytest.raises(ValueError, match="window"):
         opgraph.critical_path(FIX / "noseq", window="all")
+
+
+def _copy_job(tmp: Path, edit) -> list[str]:
+    """The seq fixture's rank traces, each passed through ``edit(rank, doc)``, in ``tmp``."""
+    out = []
+    for r, p in enumerate(_files("seq")):
+        doc = json.loads(Path(p).read_text())
+        edit(r, doc)
+        q = tmp / f"rank{r}.json"
+        q.write_text(json.dumps(doc))
+        out.append(str(q))
+    return out
+
+
+def test_rank_without_steps_in_one_round(tmp_path: Path) -> None:
+    """A rank without ProfilerSteps has one window over its whole trace, which holds every
+    other step's entries: their chains are walked back far enough at once."""
+    def drop_steps(r: int, doc: dict) -> None:
+        if r == 0:
+            doc["traceEvents"] = [e for e in doc["traceEvents"] if not str(e.get("name", "")).startswith("ProfilerStep")]
+
+    files = _copy_job(tmp_path, drop_steps)
+    for ranks in (None, [0, 2]):
+        got = crossrank_from_traces(files, ranks=ranks, workers=1)
+        assert _doc(got) == _doc(crossrank_critical_path(load(files, model=True), ranks=ranks))
+        assert got.stats["chains"]["rounds"] == 1
+    assert -1 in [w.step for w in got.steps]
+
+
+def test_collectives_in_contradicting_order_are_one_line(tmp_path: Path) -> None:
+    """Rank 1 ran two collectives in the other ranks' opposite order, yet they match: the
+    critical predecessors run in a circle across ranks. Both computations say so (never a
+    path that silently stops short of its window)."""
+    from opgraph.analysis.critical_path import CircularPath
+
+    def swap(r: int, doc: dict) -> None:
+        if r != 1:
+            return
+        ev = doc["traceEvents"]
+        ks = [e for e in ev if e.get("cat") == "kernel" and e["name"].startswith("nccl")]
+        rp = [e for e in ev if e.get("name") == "record_param_comms"]
+        for lst in (ks, rp):
+            a, b = lst[0], lst[1]
+            a["args"], b["args"] = b["args"], a["args"]
+            if lst is ks:
+                a["name"], b["name"] = b["name"], a["name"]
+
+    files = _copy_job(tmp_path, swap)
+    with pytest.raises(CircularPath, match="circle"):
+        crossrank_critical_path(load(files, model=True))
+    with pytest.raises(CircularPath, match="circle"):
+        crossrank_from_traces(files, workers=1)
+    r = _run_cli(["critical-path", str(tmp_path), "--workers", "1"])
+    assert_one_line_error(r, tmp_path, "circle", "contradict")
+    job = tmp_path / "job.gpickle"
+    assert _run_cli(["build", str(tmp_path), "-o", str(job)]).exit_code == 0
+    assert_one_line_error(_run_cli(["critical-path", str(job)]), job, "circle")
+
+
+def test_one_rank_job_and_no_ranks(tmp_path: Path) -> None:
+    """A folder holding only rank 0: lanes are named as in its job graph (no rank prefix).
+    An empty ``ranks`` is the job graph's error."""
+    (tmp_path / "rank0.json").write_bytes(Path(_files("seq")[0]).read_bytes())
+    files = [str(tmp_path / "rank0.json")]
+    job = load(str(tmp_path), model=True)
+    assert isinstance(job.graph.get("job"), dict)
+    assert _doc(crossrank_from_traces(files, workers=1)) == _doc(crossrank_critical_path(job))
+    for fn in (lambda: crossrank_from_traces(_files("seq"), ranks=[], workers=1),
+               lambda: crossrank_critical_path(load(_files("seq"), model=True), ranks=[])):
+        with pytest.raises(ValueError, match="none of ranks none"):
+            fn()

@@ -17,14 +17,16 @@ travel to the driver. Three passes, each one task per rank:
    latest arrival, then priority, then the later source boundary in job order). Those ends
    are the rank's **exits**; the winning starts are the other ranks' **entries**, and so
    are the slowest rank's window ends.
-   **Chains** (:func:`rank_chains`): each rank walks back along its critical predecessors
-   from every entry until an exit, a boundary with no predecessor or a boundary already
-   walked, and returns the boundaries it passed with their times and predecessors.
-3. The driver walks every step's window back over those chains exactly as the engine's
+   **Chains** (:func:`rank_chains`): from every entry each rank follows its critical
+   predecessors until an exit, a boundary with no predecessor, or the entry's bound (the
+   earliest start of the windows holding it, :func:`entry_bounds`), and returns only how
+   the chain ended, its exit and the earliest time on it.
+3. The driver stitches every step's walk from those chain ends exactly as the engine's
    :func:`~opgraph.analysis.critical_path.walk_back` walks the job graph (clamps, stop at
-   the window start), crossing ranks at exits. **Segments** (:func:`rank_segments`): each
-   rank turns its runs of the walk into categorised path segments, split into
-   ``gpu_comm_wait`` as on the job graph.
+   the window start, crossing ranks at exits; a window that starts before a chain's bound
+   asks for that chain again, in another round). **Segments** (:func:`rank_segments`):
+   each rank walks its pieces of the paths and turns them into categorised segments,
+   split into ``gpu_comm_wait`` as on the job graph.
 
 Node ids in the result are the job graph's (rank ``r``'s local id plus the events of the
 ranks before it), times are on the aligned clock (ns).
@@ -42,8 +44,8 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from opgraph.analysis.critical_path import (CAT, PRIORITY, ROLES, BoundaryDAG, boundary_dag, segment_columns,
-                                            segment_table)
+from opgraph.analysis.critical_path import (CAT, PRIORITY, ROLES, BoundaryDAG, CircularPath, boundary_dag,
+                                            segment_columns, segment_table)
 from opgraph.analysis.crossrank import (COLLECTIVE_PRIO, CrossRankResult, StepPath, cross_segments, fmt_ranks,
                                         step_waits)
 from opgraph.analysis.stragglers import kernel_waits
@@ -255,7 +257,7 @@ def walk_piece(d: BoundaryDAG, entry: int, c: int, ws: int, foreign: dict[int, t
 
 
 def rank_segments(path: str, graph_file: str | None, pieces: np.ndarray, foreign: dict[int, tuple[int, int]],
-                  rank: int, shift: int, node_offset: int, waits: dict[str, np.ndarray]
+                  rank: int, shift: int, node_offset: int, waits: dict[str, np.ndarray], prefix: bool = True
                   ) -> tuple[list[list], int]:
     """Pass 3, in a worker: the path segments (:class:`~opgraph.analysis.crossrank.
     CrossSegment`, job node ids, aligned ns) of each piece of the walk on this rank.
@@ -266,6 +268,7 @@ def rank_segments(path: str, graph_file: str | None, pieces: np.ndarray, foreign
     ``gpu_comm`` owned by the kernel, its source named by the other rank's node id.
     ``waits``: the rank's collective kernels (``pos``, ``wait_end`` own clock,
     ``blame``, ``coll_id``). ``shift`` (ns) takes the rank's clock to the aligned one.
+    ``prefix``: lanes are named ``rank r ...`` (as in a job graph with a rank other than 0).
     Returns the segments of each piece and this worker's peak RSS (bytes)."""
     with gc_paused():
         tg = _rank_graph(path, graph_file)
@@ -306,7 +309,8 @@ def rank_segments(path: str, graph_file: str | None, pieces: np.ndarray, foreign
                 # the collective edge's source is the other rank's kernel
                 is_f = (raw["role"] == -1) & (raw["src"] >= 0)
                 c["from_eid"] = np.where(is_f, [fnode.get(int(x), -1) for x in raw["dst"].tolist()], c["from_eid"])
-            c["lane"] = np.array([f"rank {rank} {x}" if x else x for x in c["lane"].tolist()], dtype=object)
+            if prefix:
+                c["lane"] = np.array([f"rank {rank} {x}" if x else x for x in c["lane"].tolist()], dtype=object)
             out.append(cross_segments(d2, raw, table, rank_of, wait_end, blame, coll_of, shift))
         return out, peak_rss_bytes()
 
@@ -342,8 +346,11 @@ def crossrank_from_traces(inputs: Sequence[str] | str, ranks: Sequence[int] | No
     ------
     OpgraphInputError
         A rank's file is bad, or two files hold one rank.
+    CircularPath
+        The critical predecessors run in a circle across ranks (collectives matched in
+        an order the ranks contradict), as the job graph's walk finds too.
     ValueError
-        ``ranks`` names a rank the job does not have.
+        ``ranks`` names a rank the job does not have, or none.
     """
     files = discover(list(inputs) if not isinstance(inputs, str) else [inputs]).files
     if cache_dir is None and scheduler is None:
@@ -373,6 +380,8 @@ def _crossrank(files: list[str], ranks: Sequence[int] | None, workers: int | Non
         unknown = [r for r in wanted if r not in by_rank]
         if unknown:
             raise ValueError(f"rank(s) {unknown} not in this job (ranks {fmt_ranks(all_ranks)})")
+        if not wanted:
+            raise ValueError(f"none of ranks none is kept in full in this job (full ranks: {fmt_ranks(all_ranks)})")
     notes: list[str] = []
     if len(wanted) < len(all_ranks):
         notes.append(f"analysis restricted to ranks {fmt_ranks(wanted)}: waits for other ranks are gpu_comm_wait")
@@ -430,7 +439,8 @@ def _crossrank(files: list[str], ranks: Sequence[int] | None, workers: int | Non
     for stepno, grp in wins.groupby("step", sort=True):
         wi = int(np.argmax((grp["end"] - grp["ts"]).to_numpy(np.int64)))  # first max: lowest rank
         steps_sel.append((int(stepno), grp, grp.iloc[wi]))
-    starts = np.sort(np.array([int(row["ts"]) for _s, _g, row in steps_sel], dtype=np.int64))
+    w_ts = np.array([int(row["ts"]) for _s, _g, row in steps_sel], dtype=np.int64)
+    w_end = np.array([int(row["end"]) for _s, _g, row in steps_sel], dtype=np.int64)
 
     # pass 2, in rounds: each entry's chain to its end; a round asks again for the chains a
     # window needs further back than their bound (rare: a window reaching an entry it starts after)
@@ -440,20 +450,22 @@ def _crossrank(files: list[str], ranks: Sequence[int] | None, workers: int | Non
         if int(row["sink"]) >= 0:
             r = int(row["rank"])
             want_b[(r, 2 * int(row["sink"]) + 1)] = int(row["ts"]) - offs[r]
-    for r in wanted:
-        for q, fsrc, _n, fts in exits[r].values():
-            k = int(np.searchsorted(starts, fts, "left")) - 1  # the latest window start before it
-            b = (int(starts[k]) if k >= 0 else fts) - offs[q]
-            want_b[(q, fsrc)] = min(want_b.get((q, fsrc), b), b)
-    n_chain_tasks = peak = 0
+    ent = [(q, fsrc, fts) for r in wanted for q, fsrc, _n, fts in exits[r].values()]
+    f_ts = np.array([x[2] for x in ent], dtype=np.int64)
+    for (q, fsrc, _t), b in zip(ent, entry_bounds(f_ts, w_ts, w_end).tolist()):
+        want_b[(q, fsrc)] = min(want_b.get((q, fsrc), b - offs[q]), b - offs[q])
+    n_chain_tasks = peak = rounds = 0
     clock = time.perf_counter()
     plans: list[list[tuple[int, int, int, int]]] = []
-    for _round in range(8):
+    while True:
+        rounds += 1
         ask: dict[int, list[tuple[int, int]]] = {}
         for (r, e), bnd in want_b.items():
             have = summ.get((r, e))
             if have is None or (have[1] == END_CUT and have[0] > bnd):
                 ask.setdefault(r, []).append((e, bnd))
+        if not ask and rounds > 1:  # pragma: no cover - a bound lowered each round, so never
+            raise RuntimeError("cross-rank walk: a chain was asked for again with no lower bound")
         if ask:
             rs = sorted(ask)
             got = run(rank_chains, [(by_rank[r].result.file, by_rank[r].graph_file,
@@ -472,8 +484,6 @@ def _crossrank(files: list[str], ranks: Sequence[int] | None, workers: int | Non
         if not missing:
             break
         want_b.update(missing)
-    else:  # pragma: no cover - a chain that keeps needing more after 8 rounds
-        raise RuntimeError("cross-rank walk did not settle")
 
     t_chains = time.perf_counter() - clock
     clock = time.perf_counter()
@@ -497,12 +507,12 @@ def _crossrank(files: list[str], ranks: Sequence[int] | None, workers: int | Non
               "blame": w["last_rank"].to_numpy(np.int64), "coll_id": w["coll_id"].to_numpy(np.int64)}
         foreign = {x: (fts - offs[r], fn) for x, (_q, _f, fn, fts) in exits[r].items()}
         args.append((by_rank[r].result.file, by_rank[r].graph_file, np.array(pieces_of[r], np.int64), foreign, r,
-                     offs[r], node_off[r], wd))
+                     offs[r], node_off[r], wd, any(x != 0 for x in all_ranks)))
     p3 = run(rank_segments, args, workers=workers, scheduler=scheduler, progress=prog("naming segments"))
     segs = {r: x[0] for r, x in zip(seg_ranks, p3)}
     stats = {"tables": {"tasks": len(p1), "wall_s": round(t_tables, 2),
                         "worker_peak_rss_bytes": max((x.peak_rss_bytes for x in p1), default=0)},
-             "chains": {"tasks": n_chain_tasks, "rounds": _round + 1, "entries": len(summ),
+             "chains": {"tasks": n_chain_tasks, "rounds": rounds, "entries": len(summ),
                         "wall_s": round(t_chains, 2), "worker_peak_rss_bytes": peak},
              "segments": {"tasks": len(p3), "wall_s": round(time.perf_counter() - clock, 2),
                           "worker_peak_rss_bytes": max((x[1] for x in p3), default=0)}}
@@ -526,18 +536,27 @@ def _stitch(row: pd.Series, summ: dict[tuple[int, int], tuple[int, int, int, int
             missing: dict[tuple[int, int], int]) -> list[tuple[int, int, int, int]]:
     """The pieces of one window's walk, latest first: ``(rank, entry boundary, time the
     walk reaches it, window start)`` (own clock of the rank). A chain whose summary was
-    cut above this window's start goes in ``missing`` (entry -> the bound needed)."""
+    cut above this window's start goes in ``missing`` (entry -> the bound needed). Raises
+    :class:`~opgraph.analysis.critical_path.CircularPath` when the walk comes back to an
+    entry at the same time (a circle through other ranks)."""
     plan: list[tuple[int, int, int, int]] = []
     if int(row["sink"]) < 0:
         return plan
     ws = int(row["ts"])
     r, e, c = int(row["rank"]), 2 * int(row["sink"]) + 1, int(row["end"])
+    node = -1
+    seen: set[tuple[int, int, int]] = set()
     while True:
         s = summ.get((r, e))
         wl = ws - offs[r]
         if s is None or (s[1] == END_CUT and s[0] > wl):
-            missing[(r, e)] = wl
+            missing[(r, e)] = min(missing.get((r, e), wl), wl)
             return plan
+        if (r, e, c) in seen:
+            raise CircularPath(f"the critical path runs in a circle through rank {r}'s collective kernel (event "
+                               f"{node}) at {c / 1000.0:.3f} us: the recorded and matched dependencies contradict "
+                               "each other")
+        seen.add((r, e, c))
         plan.append((r, e, c - offs[r], wl))
         bound, end, x, m = s
         if end != END_EXIT:
@@ -545,11 +564,36 @@ def _stitch(row: pd.Series, summ: dict[tuple[int, int], tuple[int, int, int, int
         cx = c if m == NO_TIME else min(c, m + offs[r])
         if cx <= ws:
             return plan
-        q, fsrc, _node, fts = exits[r][x]
+        q, fsrc, node, fts = exits[r][x]
         tu = min(fts, cx)
         if tu <= ws:
             return plan
         r, e, c = q, fsrc, tu
+
+
+def entry_bounds(t: np.ndarray, ws: np.ndarray, we: np.ndarray) -> np.ndarray:
+    """How far back (ns, aligned) the chain from an entry at time ``t`` is first walked:
+    the earliest start of the windows ``[ws, we]`` holding it, else the latest window
+    start before it, else ``t`` itself. A window whose walk reaches the entry starts before
+    it, and almost always holds it (a clamp can bring a walk to an entry later than its
+    window's end); a window starting earlier asks again (:func:`_stitch`)."""
+    out = np.full(len(t), np.iinfo(np.int64).max, dtype=np.int64)
+    if not len(t):
+        return out
+    o = np.argsort(t, kind="stable")
+    ts = t[o]
+    b = out.copy()
+    for s, e in zip(ws.tolist(), we.tolist()):
+        lo, hi = int(np.searchsorted(ts, s, "right")), int(np.searchsorted(ts, e, "right"))
+        if hi > lo:
+            b[lo:hi] = np.minimum(b[lo:hi], s)
+    none = b == np.iinfo(np.int64).max
+    if none.any():
+        st = np.sort(ws)
+        k = np.searchsorted(st, ts[none], "left") - 1
+        b[none] = np.where(k >= 0, st[np.maximum(k, 0)], ts[none])
+    out[o] = b
+    return out
 
 
 def last_arrivals(coll_id: np.ndarray, ts: np.ndarray, end: np.ndarray, src: np.ndarray, o_arr: np.ndarray,

@@ -37,8 +37,12 @@ def _crossrank(G, input: str, window: str | None, ranks: str | None, as_json: bo
         sel = parse_ranks(ranks)
     except ValueError as e:
         raise OpgraphInputError(input, str(e)) from None  # names --ranks and the problem
+    from opgraph.analysis.critical_path import CircularPath
+
     try:
         res = crossrank_critical_path(G, ranks=sel)
+    except CircularPath as e:
+        raise OpgraphInputError(input, str(e)) from None
     except ValueError as e:
         raise OpgraphInputError(input, f"--ranks {ranks or 'all'}: {e}") from None
     from opgraph.export.text_crossrank import render_crossrank_path
@@ -49,6 +53,7 @@ def _crossrank(G, input: str, window: str | None, ranks: str | None, as_json: bo
 def _crossrank_traces(input: str, window: str | None, ranks: str | None, as_json: bool, no_path: bool, top: int,
                       files: TableFiles | None, workers: int | None, scheduler: str | None) -> None:
     """``critical-path DIR``: the cross-rank path from the rank traces, rank by rank."""
+    from opgraph.analysis.critical_path import CircularPath
     from opgraph.analysis.crossrank_workers import crossrank_from_traces
     from opgraph.progress import rank_progress
 
@@ -63,6 +68,8 @@ def _crossrank_traces(input: str, window: str | None, ranks: str | None, as_json
         try:
             res = crossrank_from_traces([input], ranks=sel, workers=workers, scheduler=scheduler,
                                         progress=lambda _name, d, n: step(d, n))
+        except CircularPath as e:
+            raise OpgraphInputError(input, str(e)) from None
         except ValueError as e:
             raise OpgraphInputError(input, f"--ranks {ranks}: {e}") from None
     from opgraph.export.text_crossrank import render_crossrank_path

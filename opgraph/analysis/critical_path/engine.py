@@ -170,13 +170,25 @@ def boundary_dag(G: AnyGraph | None, arr: GraphArrays | None = None, extra: Extr
 Step = tuple[int, int, int, int, int]
 
 
+class CircularPath(ValueError):
+    """The critical predecessors run in a circle: the dependencies as recorded and matched
+    contradict each other (on a job graph, ranks that ran their collectives in different
+    orders yet were matched). No path through them can be named."""
+
+
 def walk_back(d: BoundaryDAG, b: int, ws: int) -> list[Step]:
     """The critical path into boundary ``b`` back to time ``ws`` (ns), as walked edges in
-    time order; the steps tile ``[ws, t(b)]`` exactly (module docstring)."""
+    time order; the steps tile ``[ws, t(b)]`` exactly (module docstring).
+
+    Raises :class:`CircularPath` when the walk comes back to a boundary it passed (a
+    circle of critical predecessors, possible only across a job's collective edges: each
+    rank's model is acyclic). A circle goes around without time passing once the clamps
+    settle, so the boundaries of each run of zero-length steps are watched."""
     t, cpred, cedge = d.t, d.cpred, d.cedge
     steps: list[Step] = []
     tb = int(t[b])
     guard = len(t) + 1
+    still: set[int] | None = None  # boundaries passed since time last moved
     while guard:
         guard -= 1
         u = int(cpred[b])
@@ -191,6 +203,16 @@ def walk_back(d: BoundaryDAG, b: int, ws: int) -> list[Step]:
             break
         if tb > tu:
             steps.append((int(cedge[b]), u, b, tu, tb))
+            still = None
+        else:
+            if still is None:
+                still = {b}
+            if u in still:
+                p = u // 2
+                raise CircularPath(f"the critical path runs in a circle through {d.arr.name[p]!s} (event "
+                                   f"{int(d.arr.eid[p])}) at {tu / 1000.0:.3f} us: the recorded and matched "
+                                   "dependencies contradict each other")
+            still.add(u)
         b, tb = u, tu
     steps.reverse()
     return steps
