@@ -75,6 +75,8 @@ def test_overlap_per_rank(job: Path) -> None:
 
 @pytest.mark.skipif(len(DLRM) != 8, reason="DLRM ranks not available")
 def test_dlrm_job(tmp_path: Path) -> None:
+    if len(DLRM) != 8:
+        pytest.skip("the 8-rank DLRM traces are not available")
     out = tmp_path / "dlrm.gpickle"
     _run("build", *DLRM, "-o", out, "--workers", "1")
     doc = json.loads(_run("collectives", out, "--json").stdout)
@@ -86,3 +88,26 @@ def test_dlrm_job(tmp_path: Path) -> None:
         assert c["total_us"] == pytest.approx(c["skew_us"] + c["comm_us"])
     ov = json.loads(_run("overlap", out, "--json").stdout)
     assert sorted({r["rank"] for r in ov["rows"]}) == list(range(8))
+    # the same collective table from the rank traces, rank by rank (no job graph)
+    d = tmp_path / "ranks"
+    d.mkdir()
+    for p in DLRM:
+        (d / p.name).symlink_to(p)
+    assert json.loads(_run("collectives", d, "--json", "--workers", "2").stdout) == doc
+
+
+def test_collectives_from_rank_traces_equal_the_job(job: Path, tmp_path: Path) -> None:
+    """``collectives DIR``: each rank read in its own task, the same tables as on the saved
+    job (sizes, skews, bandwidths); ``--rank`` and a lone file with ``--workers`` are one
+    line."""
+    from conftest import assert_one_line_error
+
+    want = json.loads(_run("collectives", job, "--json").stdout)
+    got = json.loads(_run("collectives", FIX, "--json", "--workers", "2").stdout)
+    assert validation_error(got, "job-collectives.schema.json") is None
+    assert got == want and any(c["busbw_gbps"] for c in got["collectives"])
+    _run("collectives", FIX, "--csv", tmp_path / "t", "--workers", "1")
+    assert (tmp_path / "t" / "seq.collectives.csv").exists() and (tmp_path / "t" / "seq.ranks.csv").exists()
+    assert_one_line_error(_run_cli(["collectives", str(FIX), "--rank", "1"]), FIX, "--rank 1")
+    one = FIX / "rank0.json"
+    assert_one_line_error(_run_cli(["collectives", str(one), "--workers", "2"]), one, "--workers")

@@ -54,7 +54,7 @@ from opgraph.graph.arrays import key_positions
 from opgraph.graph.model import TraceGraph, arrays_of
 from opgraph.multirank.executor import run
 from opgraph.multirank.identity import check_ranks, discover
-from opgraph.multirank.job import job_collectives
+from opgraph.multirank.job import matched_collectives
 from opgraph.multirank.worker import RankResult, peak_rss_bytes, rank_result
 
 #: ``cedge`` of an exit boundary in a chain: its critical edge is another rank's collective edge.
@@ -385,7 +385,7 @@ def _crossrank(files: list[str], ranks: Sequence[int] | None, workers: int | Non
     notes: list[str] = []
     if len(wanted) < len(all_ranks):
         notes.append(f"analysis restricted to ranks {fmt_ranks(wanted)}: waits for other ranks are gpu_comm_wait")
-    coll, al, _warnings = job_collectives([x.result for x in p1])
+    coll, al, _warnings = matched_collectives([x.result for x in p1])
     offs = {r: int(al.offsets_ns[r]) for r in all_ranks}
     # job node ids and job boundary order: ranks in order, each one's nodes in its own order
     node_off, pos_off = {}, {}

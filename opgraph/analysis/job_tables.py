@@ -3,7 +3,8 @@
 * :func:`per_rank` runs a single-rank analysis on every rank kept in full and stacks its
   tables with a leading ``rank`` column (exposed communication per rank, copies per
   rank, ...).
-* :func:`job_collectives`: one row per collective matched across ranks (the job's
+* :func:`job_collectives` (:func:`job_collectives_from_traces` from the rank traces,
+  rank by rank): one row per collective matched across ranks (the job's
   ``coll_id``), with TraceLens's split of a collective's time into **skew** (waiting for
   the last rank to arrive) and **communication** (after every rank arrived), and the
   algorithm and bus bandwidth over the communication time only: the bandwidth of the
@@ -26,7 +27,7 @@ For a collective ``c`` with kernels ``k_r`` on ranks ``r`` (start ``s_r``, end `
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, Sequence
 
 import networkx as nx
 import numpy as np
@@ -35,6 +36,12 @@ import pandas as pd
 from opgraph.analysis.collectives import BUSBW_FACTOR, collectives
 from opgraph.analysis.display import TableResult, json_records
 from opgraph.analysis.stragglers import kernel_waits, per_collective
+from opgraph.gc_pause import gc_paused
+from opgraph.graph.model import TraceGraph
+from opgraph.multirank.executor import run
+from opgraph.multirank.identity import check_ranks, discover
+from opgraph.multirank.job import matched_collectives
+from opgraph.multirank.worker import RankResult, rank_result
 
 #: Columns of :func:`job_collectives`'s ``collectives`` table.
 COLUMNS: tuple[str, ...] = ("coll_id", "collective", "ranks", "group_size", "dtype", "message_bytes",
@@ -48,8 +55,7 @@ def full_ranks(G: nx.DiGraph) -> list[int]:
 
 
 #: ``rank_graph(G, r)``: rank ``r`` of a job graph as a single-rank graph on its own clock
-#: (:func:`opgraph.multirank.rank_subgraph`; passed in, so analyses stay below the
-#: multi-rank layer).
+#: (:func:`opgraph.multirank.rank_subgraph`, passed in by the caller).
 RankGraph = Callable[[nx.DiGraph, int], nx.DiGraph]
 
 
@@ -88,21 +94,31 @@ class JobCollectives(TableResult):
         return {"collectives": json_records(self.collectives), "ranks": json_records(self.ranks)}
 
 
+def collective_records(G: "nx.DiGraph | TraceGraph", rank: int, node_offset: int = 0) -> pd.DataFrame:
+    """The collective records of one rank's graph (:func:`opgraph.analysis.collectives.
+    collectives`): ``rank``, ``node`` (its event id plus ``node_offset``), ``collective``,
+    ``group_size``, ``dtype``, ``message_bytes`` (bytes)."""
+    k = collectives(G).kernels
+    return pd.DataFrame({"rank": np.full(len(k), rank, dtype=np.int64),
+                         "node": k["eid"].to_numpy(np.int64) + node_offset,
+                         "collective": k["collective"].to_numpy(object), "group_size": k["group_size"].to_numpy(object),
+                         "dtype": k["dtype"].to_numpy(object), "message_bytes": k["message_bytes"].to_numpy(object)})
+
+
 def job_collectives(G: nx.DiGraph, rank_graph: RankGraph) -> JobCollectives:
     """Collectives matched across the ranks of a job graph (module docstring); ``rank_graph``
     gives a rank's own graph (for its collective records)."""
     job = G.graph["job"]
-    coll: pd.DataFrame = job["collectives"]
     offsets = {int(r["rank"]): int(r["node_offset"]) for r in job["ranks"]}
-    sizes = []
-    for r in full_ranks(G):
-        k = collectives(rank_graph(G, r)).kernels
-        if len(k):
-            sizes.append(pd.DataFrame({"rank": r, "node": k["eid"].to_numpy(np.int64) + offsets[r],
-                                       "collective": k["collective"].to_numpy(object),
-                                       "group_size": k["group_size"].to_numpy(object),
-                                       "dtype": k["dtype"].to_numpy(object),
-                                       "message_bytes": k["message_bytes"].to_numpy(object)}))
+    sizes = [collective_records(rank_graph(G, r), r, offsets[r]) for r in full_ranks(G)]
+    return collectives_table(job["collectives"], sizes)
+
+
+def collectives_table(coll: pd.DataFrame, sizes: list[pd.DataFrame]) -> JobCollectives:
+    """:func:`job_collectives` from the job's collective table ``coll`` (aligned ns;
+    ``G.graph["job"]["collectives"]``) and the ranks' :func:`collective_records`, whose
+    ``node`` ids number the kernels as ``coll["node"]`` does."""
+    sizes = [x for x in sizes if len(x)]
     waits = kernel_waits(coll)  # matched rows, last arrival, clamped waits (the stragglers definitions)
     pc = per_collective(coll, waits)
     # message size, dtype and group of each collective, from its ranks' collective records
@@ -145,3 +161,31 @@ def job_collectives(G: nx.DiGraph, rank_graph: RankGraph) -> JobCollectives:
                           "start_us": ts / 1e3, "dur_us": (waits["end"].to_numpy(np.int64) - ts) / 1e3,
                           "wait_us": waits["wait"].to_numpy(np.int64) / 1e3})
     return JobCollectives(out, ranks)
+
+
+def rank_collective_records(path: str) -> tuple[RankResult, pd.DataFrame]:
+    """In a worker (pool process or Dask task): one rank's
+    :class:`~opgraph.multirank.worker.RankResult` without its graph, and its
+    :func:`collective_records` (local event ids)."""
+    with gc_paused():
+        res = rank_result(path, True)
+        payload, res.payload = res.payload, None
+        return res, collective_records(TraceGraph(payload), -1 if res.rank is None else int(res.rank))
+
+
+def job_collectives_from_traces(inputs: Sequence[str] | str, *, workers: int | None = None,
+                                scheduler: str | None = None,
+                                progress: Callable[[int, int], None] | None = None) -> JobCollectives:
+    """:func:`job_collectives` from a job's rank traces (a directory, a glob or the files):
+    each rank is read and built by one task of the process pool (``workers``) or of the
+    Dask cluster at ``scheduler``; only its collective kernels, steps and collective
+    records reach this process, which matches and aligns them as ``opgraph build`` does.
+    The same tables as on the saved job graph (its node ids aside, which the tables do not
+    hold). Bad input raises :class:`~opgraph.errors.OpgraphInputError`."""
+    files = discover(list(inputs) if not isinstance(inputs, str) else [inputs]).files
+    got = run(rank_collective_records, [(f,) for f in files], workers=workers, scheduler=scheduler,
+              progress=progress or (lambda _d, _n: None))
+    check_ranks([(r.rank, r.file) for r, _ in got])
+    got = sorted(got, key=lambda x: int(x[0].rank))  # type: ignore[arg-type]
+    coll, _alignment, _warnings = matched_collectives([r for r, _ in got])
+    return collectives_table(coll, [rec for _, rec in got])

@@ -191,7 +191,7 @@ class JobBuild:
         return graph_from_payload(self.payload)
 
 
-def job_collectives(results: list[RankResult]) -> tuple[pd.DataFrame, Any, list[dict[str, Any]]]:
+def matched_collectives(results: list[RankResult]) -> tuple[pd.DataFrame, Any, list[dict[str, Any]]]:
     """The job's collective table from per-rank results sorted by rank: matched
     (``coll_id``, numbered by aligned start; -1 unmatched), on the aligned clock, ``node``
     still the rank's **local** node id, sorted by ``ts, rank``. Returns (table, the clock
@@ -252,7 +252,7 @@ def merge_results(results: list[RankResult]) -> dict[str, Any]:
     results = sorted(results, key=lambda r: int(r.rank))  # type: ignore[arg-type]
     ranks = [int(r.rank) for r in results]  # type: ignore[arg-type]
     ws = {r.world_size for r in results if r.world_size is not None}
-    t, al, warnings = job_collectives(results)
+    t, al, warnings = matched_collectives(results)
     unmatched = int((t["coll_id"] < 0).sum())
 
     # --- node offsets and the merged payload ---
