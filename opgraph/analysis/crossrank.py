@@ -234,25 +234,7 @@ def crossrank_critical_path(G: AnyGraph, ranks: Sequence[int] | None = None,
     job = job_info(G)
     info = {int(r["rank"]): r for r in job.get("ranks", [])}
     all_ranks = sorted(info)
-    if ranks is None:
-        wanted = all_ranks
-    else:
-        wanted = sorted({int(r) for r in ranks})
-        unknown = [r for r in wanted if r not in info]
-        if unknown:
-            raise ValueError(f"rank(s) {unknown} not in this job (ranks {fmt_ranks(all_ranks)})")
-    full = [r for r in wanted if info[r].get("full", True)]
-    summarised = [r for r in wanted if r not in full]
-    if not full:
-        raise ValueError(f"none of ranks {fmt_ranks(wanted)} is kept in full in this job "
-                         f"(full ranks: {fmt_ranks([r for r in all_ranks if info[r].get('full', True)])})")
-    notes: list[str] = []
-    not_full_job = [r for r in all_ranks if not info[r].get("full", True)]
-    if not_full_job:
-        notes.append(f"ranks {fmt_ranks(not_full_job)} are not kept in full: the path cannot enter them; they appear "
-                     "only through their collective rows, as gpu_comm_wait of the ranks that waited for them")
-    if ranks is not None and len(full) < len([r for r in all_ranks if info[r].get("full", True)]):
-        notes.append(f"analysis restricted to ranks {fmt_ranks(full)}: waits for other ranks are gpu_comm_wait")
+    full, summarised, notes = select_ranks(ranks, all_ranks, [r for r in all_ranks if info[r].get("full", True)])
 
     a = arr if arr is not None else arrays_of(G)
     rank_of = node_ranks(G, a)
@@ -279,7 +261,7 @@ def crossrank_critical_path(G: AnyGraph, ranks: Sequence[int] | None = None,
         coll_of[p] = waits["coll_id"].to_numpy(np.int64)[ok]
 
     # per-step waits by rank and blamed rank (table only)
-    comm = step_waits(job["collectives"], waits, set(wanted))
+    comm = step_waits(job["collectives"], waits, set(full) | set(summarised))
 
     # window members, sorted by (rank, key)
     members = np.flatnonzero((a.is_host | a.is_activity) & keep[rank_of])
@@ -368,6 +350,39 @@ def step_waits(coll: pd.DataFrame, waits: pd.DataFrame, ranks: set[int]) -> dict
     for (s, r, lr), v in by.items():
         out[int(s)][int(r)]["for_rank_ns"][int(lr)] = int(v)
     return out
+
+
+def select_ranks(ranks: Sequence[int] | None, all_ranks: list[int], full_ranks: list[int]
+                 ) -> tuple[list[int], list[int], list[str]]:
+    """The ranks a cross-rank path analyses: ``(full, summarised, notes)`` for the
+    requested ``ranks`` (None: every rank) of a job with ``all_ranks``, of which
+    ``full_ranks`` are kept in full (the path can enter them; the others are seen through
+    their collective rows only). ``notes`` say what is left out.
+
+    Raises ValueError for a rank the job does not have, or when none of the requested
+    ranks is kept in full."""
+    if ranks is None:
+        wanted = list(all_ranks)
+    else:
+        wanted = sorted({int(r) for r in ranks})
+        known = set(all_ranks)
+        unknown = [r for r in wanted if r not in known]
+        if unknown:
+            raise ValueError(f"rank(s) {unknown} not in this job (ranks {fmt_ranks(all_ranks)})")
+    kept = set(full_ranks)
+    full = [r for r in wanted if r in kept]
+    summarised = [r for r in wanted if r not in kept]
+    if not full:
+        raise ValueError(f"none of ranks {fmt_ranks(wanted)} is kept in full in this job "
+                         f"(full ranks: {fmt_ranks(full_ranks)})")
+    notes: list[str] = []
+    not_full_job = [r for r in all_ranks if r not in kept]
+    if not_full_job:
+        notes.append(f"ranks {fmt_ranks(not_full_job)} are not kept in full: the path cannot enter them; they appear "
+                     "only through their collective rows, as gpu_comm_wait of the ranks that waited for them")
+    if ranks is not None and len(full) < len(full_ranks):
+        notes.append(f"analysis restricted to ranks {fmt_ranks(full)}: waits for other ranks are gpu_comm_wait")
+    return full, summarised, notes
 
 
 def fmt_ranks(rs: Sequence[int]) -> str:

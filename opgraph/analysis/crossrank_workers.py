@@ -44,9 +44,9 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from opgraph.analysis.critical_path import (CAT, PRIORITY, ROLES, BoundaryDAG, CircularPath, boundary_dag,
-                                            segment_columns, segment_table)
-from opgraph.analysis.crossrank import (COLLECTIVE_PRIO, CrossRankResult, StepPath, cross_segments, fmt_ranks,
+from opgraph.analysis.critical_path import (CAT, EXIT_EDGE, PRIORITY, ROLES, BoundaryDAG, CircularPath, boundary_dag,
+                                            segment_columns, segment_table, walk_back)
+from opgraph.analysis.crossrank import (COLLECTIVE_PRIO, CrossRankResult, StepPath, cross_segments, select_ranks,
                                         step_waits)
 from opgraph.analysis.stragglers import kernel_waits
 from opgraph.gc_pause import gc_paused
@@ -55,10 +55,8 @@ from opgraph.graph.model import TraceGraph, arrays_of
 from opgraph.multirank.executor import run
 from opgraph.multirank.identity import check_ranks, discover
 from opgraph.multirank.job import matched_collectives
-from opgraph.multirank.worker import RankResult, peak_rss_bytes, rank_result
+from opgraph.multirank.worker import RankResult, peak_rss_bytes, rank_with_graph
 
-#: ``cedge`` of an exit boundary in a chain: its critical edge is another rank's collective edge.
-FOREIGN = -2
 _ROLE_PRIO = np.array([PRIORITY[r] for r in ROLES], dtype=np.int64)
 
 
@@ -137,9 +135,7 @@ def rank_path_tables(path: str, graph_file: str | None) -> RankPathTables:
     from opgraph.graph.io import GraphPayload, save_gpickle
 
     with gc_paused():
-        res = rank_result(path, True)
-        payload, res.payload = res.payload, None
-        tg = TraceGraph(payload)
+        res, tg = rank_with_graph(path)
         a = arrays_of(tg)
         d = boundary_dag(tg, a)
         pos = key_positions(a.eid, res.collectives["node"].to_numpy(np.int64))
@@ -151,7 +147,7 @@ def rank_path_tables(path: str, graph_file: str | None) -> RankPathTables:
         prio = np.where(has & (e >= 0), _ROLE_PRIO[np.maximum(d.role[np.maximum(e, 0)], 0)], -1)
         windows = rank_windows(d, res.steps)
         if graph_file is not None:
-            save_gpickle(GraphPayload(payload), graph_file)
+            save_gpickle(GraphPayload(tg.payload), graph_file)
         return RankPathTables(res, int(a.n), pos.astype(np.int64), arrive.astype(np.int64), prio.astype(np.int64),
                               np.where(has, u, -1).astype(np.int64), windows, graph_file, peak_rss_bytes())
 
@@ -219,43 +215,6 @@ def rank_chains(path: str, graph_file: str | None, entries: np.ndarray, bounds: 
                 "peak_rss_bytes": peak_rss_bytes()}
 
 
-def walk_piece(d: BoundaryDAG, entry: int, c: int, ws: int, foreign: dict[int, tuple[int, int]]
-               ) -> list[tuple[int, int, int, int, int, int]]:
-    """The engine's :func:`~opgraph.analysis.critical_path.walk_back` on one rank, from
-    boundary ``entry`` reached at time ``c`` back to the window start ``ws`` (ns, own
-    clock), stopping at an exit: ``foreign`` maps each exit boundary to (the time its
-    critical predecessor on another rank started, own clock; that kernel's job node id).
-    Steps in time order: (edge index or :data:`FOREIGN` or -1, source boundary (an exit's:
-    its own kernel's start), target, t0, t1, the other rank's node id or -1)."""
-    t, cpred, cedge = d.t, d.cpred, d.cedge
-    steps: list[tuple[int, int, int, int, int, int]] = []
-    b, tb = entry, c
-    guard = len(t) + 1
-    while guard:
-        guard -= 1
-        f = foreign.get(b)
-        if f is not None:
-            tu = min(f[0], tb)
-            if tb > max(tu, ws):
-                steps.append((FOREIGN, b - 1, b, max(tu, ws), tb, f[1]))
-            break
-        u = int(cpred[b])
-        if u < 0:
-            if tb > ws:
-                steps.append((-1, -1, b, ws, tb, -1))
-            break
-        tu = min(int(t[u]), tb)
-        if tu <= ws:
-            if tb > ws:
-                steps.append((int(cedge[b]), u, b, ws, tb, -1))
-            break
-        if tb > tu:
-            steps.append((int(cedge[b]), u, b, tu, tb, -1))
-        b, tb = u, tu
-    steps.reverse()
-    return steps
-
-
 def rank_segments(path: str, graph_file: str | None, pieces: np.ndarray, foreign: dict[int, tuple[int, int]],
                   rank: int, shift: int, node_offset: int, waits: dict[str, np.ndarray], prefix: bool = True
                   ) -> tuple[list[list], int]:
@@ -263,7 +222,8 @@ def rank_segments(path: str, graph_file: str | None, pieces: np.ndarray, foreign
     CrossSegment`, job node ids, aligned ns) of each piece of the walk on this rank.
 
     ``pieces`` is ``(k, 3)``: entry boundary, the time the walk reaches it, the window
-    start (ns, own clock); ``foreign`` as :func:`walk_piece` takes it. The collective edge
+    start (ns, own clock); ``foreign`` maps each exit boundary to (the start of the other
+    rank's kernel that arrived last, own clock; its job node id). The collective edge
     into an exit (a step from another rank's kernel start) is the model's extra edge:
     ``gpu_comm`` owned by the kernel, its source named by the other rank's node id.
     ``waits``: the rank's collective kernels (``pos``, ``wait_end`` own clock,
@@ -275,9 +235,10 @@ def rank_segments(path: str, graph_file: str | None, pieces: np.ndarray, foreign
         a = arrays_of(tg)
         d = boundary_dag(tg, a)
         ne = len(d.src)
-        walks = [walk_piece(d, int(e), int(c), int(ws), foreign) for e, c, ws in np.asarray(pieces).tolist()]
+        exits = {x: f[0] for x, f in foreign.items()}
+        walks = [walk_back(d, int(e), int(ws), int(c), exits) for e, c, ws in np.asarray(pieces).tolist()]
         # the collective edges into the exits walked, as extra edges of the model
-        fb = np.array([s[2] for w in walks for s in w if s[0] == FOREIGN], dtype=np.int64)
+        fb = np.array([s[2] for w in walks for s in w if s[0] == EXIT_EDGE], dtype=np.int64)
         k = len(fb)
         d2 = dataclasses.replace(
             d, src=np.concatenate([d.src, fb - 1]), dst=np.concatenate([d.dst, fb]),
@@ -294,9 +255,9 @@ def rank_segments(path: str, graph_file: str | None, pieces: np.ndarray, foreign
         j = ne
         for w in walks:
             steps, fnode = [], {}
-            for e, u, b, t0, t1, node in w:
-                if e == FOREIGN:
-                    e, fnode[b // 2] = j, node
+            for e, u, b, t0, t1 in w:
+                if e == EXIT_EDGE:  # from the other rank's kernel (its own start stands in as the source)
+                    e, u, fnode[b // 2] = j, b - 1, foreign[b][1]
                     j += 1
                 steps.append((e, u, b, t0, t1))
             raw = segment_columns(d2, steps)
@@ -373,18 +334,7 @@ def _crossrank(files: list[str], ranks: Sequence[int] | None, workers: int | Non
     p1 = sorted(p1, key=lambda x: int(x.result.rank))  # type: ignore[arg-type]
     by_rank = {int(x.result.rank): x for x in p1}  # type: ignore[arg-type]
     all_ranks = sorted(by_rank)
-    if ranks is None:
-        wanted = all_ranks
-    else:
-        wanted = sorted({int(r) for r in ranks})
-        unknown = [r for r in wanted if r not in by_rank]
-        if unknown:
-            raise ValueError(f"rank(s) {unknown} not in this job (ranks {fmt_ranks(all_ranks)})")
-        if not wanted:
-            raise ValueError(f"none of ranks none is kept in full in this job (full ranks: {fmt_ranks(all_ranks)})")
-    notes: list[str] = []
-    if len(wanted) < len(all_ranks):
-        notes.append(f"analysis restricted to ranks {fmt_ranks(wanted)}: waits for other ranks are gpu_comm_wait")
+    wanted, _summarised, notes = select_ranks(ranks, all_ranks, all_ranks)
     coll, al, _warnings = matched_collectives([x.result for x in p1])
     offs = {r: int(al.offsets_ns[r]) for r in all_ranks}
     # job node ids and job boundary order: ranks in order, each one's nodes in its own order
@@ -405,7 +355,7 @@ def _crossrank(files: list[str], ranks: Sequence[int] | None, workers: int | Non
     o_src = np.full(len(coll), -1, dtype=np.int64)
     for r in all_ranks:
         x = by_rank[r]
-        rows = np.flatnonzero(coll["rank"].to_numpy(np.int64) == r)
+        rows = np.flatnonzero(rk == r)
         if not len(rows):
             continue
         i = key_positions(x.result.collectives["node"].to_numpy(np.int64), coll["node"].to_numpy(np.int64)[rows])
@@ -421,10 +371,11 @@ def _crossrank(files: list[str], ranks: Sequence[int] | None, workers: int | Non
     # per analysed rank, its exits: local end boundary -> (rank, local start boundary, job node id and
     # aligned start of the other rank's kernel that arrived last)
     idx = np.flatnonzero(m)
+    c_ts = coll["ts"].to_numpy(np.int64)
     exits: dict[int, dict[int, tuple[int, int, int, int]]] = {r: {} for r in wanted}
     for i, j in zip(idx[win >= 0].tolist(), idx[win[win >= 0]].tolist()):
         r, q = int(rk[i]), int(rk[j])
-        exits[r][int(2 * pos_col[i] + 1)] = (q, int(2 * pos_col[j]), int(gnode[j]), int(coll["ts"].iat[j]))
+        exits[r][int(2 * pos_col[i] + 1)] = (q, int(2 * pos_col[j]), int(gnode[j]), int(c_ts[j]))
 
     # windows of the analysed ranks (aligned), the slowest rank's per step
     wrows = []

@@ -41,7 +41,7 @@ from opgraph.graph.model import TraceGraph
 from opgraph.multirank.executor import run
 from opgraph.multirank.identity import check_ranks, discover
 from opgraph.multirank.job import matched_collectives
-from opgraph.multirank.worker import RankResult, rank_result
+from opgraph.multirank.worker import RankResult, rank_with_graph
 
 #: Columns of :func:`job_collectives`'s ``collectives`` table.
 COLUMNS: tuple[str, ...] = ("coll_id", "collective", "ranks", "group_size", "dtype", "message_bytes",
@@ -168,9 +168,8 @@ def rank_collective_records(path: str) -> tuple[RankResult, pd.DataFrame]:
     :class:`~opgraph.multirank.worker.RankResult` without its graph, and its
     :func:`collective_records` (local event ids)."""
     with gc_paused():
-        res = rank_result(path, True)
-        payload, res.payload = res.payload, None
-        return res, collective_records(TraceGraph(payload), -1 if res.rank is None else int(res.rank))
+        res, tg = rank_with_graph(path)
+        return res, collective_records(tg, -1 if res.rank is None else int(res.rank))
 
 
 def job_collectives_from_traces(inputs: Sequence[str] | str, *, workers: int | None = None,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import click
 
 from opgraph.commands.base import console, is_multirank_input, multirank_options, per_rank_command
@@ -25,22 +27,21 @@ def parse_ranks(spec: str | None) -> list[int] | None:
         raise ValueError(f"--ranks {spec!r}: expected all or ranks like 0,3,5-7") from None
 
 
-def _crossrank(G, input: str, window: str | None, ranks: str | None, as_json: bool, no_path: bool,
-               top: int, files: TableFiles | None = None) -> None:
-    """``critical-path`` on a job graph: the cross-rank path per step."""
-    from opgraph.analysis.crossrank import crossrank_critical_path
+def _crossrank(input: str, window: str | None, ranks: str | None, as_json: bool, no_path: bool, top: int,
+               files: TableFiles | None, compute: Callable[[list[int] | None], Any]) -> None:
+    """``critical-path`` on a multi-rank job: the cross-rank path per step, ``compute(ranks)``
+    on the job graph or on the rank traces; its errors as one line naming ``input``."""
+    from opgraph.analysis.critical_path import CircularPath
 
     if window is not None:
-        raise OpgraphInputError(input, "--window is not supported on a multi-rank job graph: windows are the "
+        raise OpgraphInputError(input, "--window is not supported on a multi-rank job: windows are the "
                                        "steps of the slowest rank")
     try:
         sel = parse_ranks(ranks)
     except ValueError as e:
         raise OpgraphInputError(input, str(e)) from None  # names --ranks and the problem
-    from opgraph.analysis.critical_path import CircularPath
-
     try:
-        res = crossrank_critical_path(G, ranks=sel)
+        res = compute(sel)
     except CircularPath as e:
         raise OpgraphInputError(input, str(e)) from None
     except ValueError as e:
@@ -50,31 +51,16 @@ def _crossrank(G, input: str, window: str | None, ranks: str | None, as_json: bo
                 "critical-path.schema.json", lambda: render_crossrank_path(res, console(), top=top))
 
 
-def _crossrank_traces(input: str, window: str | None, ranks: str | None, as_json: bool, no_path: bool, top: int,
-                      files: TableFiles | None, workers: int | None, scheduler: str | None) -> None:
-    """``critical-path DIR``: the cross-rank path from the rank traces, rank by rank."""
-    from opgraph.analysis.critical_path import CircularPath
-    from opgraph.analysis.crossrank_workers import crossrank_from_traces
-    from opgraph.progress import rank_progress
+def _from_traces(input: str, workers: int | None, scheduler: str | None) -> Callable[[list[int] | None], Any]:
+    """``compute`` of :func:`_crossrank` for rank traces: rank by rank, with a progress bar."""
+    def compute(sel: list[int] | None) -> Any:
+        from opgraph.analysis.crossrank_workers import crossrank_from_traces
+        from opgraph.progress import rank_progress
 
-    if window is not None:
-        raise OpgraphInputError(input, "--window is not supported on a multi-rank job: windows are the "
-                                       "steps of the slowest rank")
-    try:
-        sel = parse_ranks(ranks)
-    except ValueError as e:
-        raise OpgraphInputError(input, str(e)) from None
-    with rank_progress("ranks: read, walked, named") as step:
-        try:
-            res = crossrank_from_traces([input], ranks=sel, workers=workers, scheduler=scheduler,
-                                        progress=lambda _name, d, n: step(d, n))
-        except CircularPath as e:
-            raise OpgraphInputError(input, str(e)) from None
-        except ValueError as e:
-            raise OpgraphInputError(input, f"--ranks {ranks}: {e}") from None
-    from opgraph.export.text_crossrank import render_crossrank_path
-    emit_result(input, res.tables, files, as_json, lambda: res.to_dict(with_path=not no_path),
-                "critical-path.schema.json", lambda: render_crossrank_path(res, console(), top=top))
+        with rank_progress("ranks: read, walked, named") as step:
+            return crossrank_from_traces([input], ranks=sel, workers=workers, scheduler=scheduler,
+                                         progress=lambda _name, d, n: step(d, n))
+    return compute
 
 
 @click.command("critical-path")
@@ -105,13 +91,16 @@ def critical_path_cmd(input: str, window: str | None, as_json: bool, no_path: bo
     from opgraph.commands.window_option import check_window, window_errors
 
     if is_multirank_input((input,)):
-        _crossrank_traces(input, window, ranks, as_json, no_path, top, csv_dir, workers, scheduler)
+        _crossrank(input, window, ranks, as_json, no_path, top, csv_dir, _from_traces(input, workers, scheduler))
         return
     if workers is not None or scheduler is not None:
         raise OpgraphInputError(input, "--workers/--scheduler apply to rank traces (a directory or a glob)")
     G = load_input(input, job_ok=True, model=True)
     if isinstance(G.graph.get("job"), dict):
-        _crossrank(G, input, window, ranks, as_json, no_path, top, csv_dir)
+        from opgraph.analysis.crossrank import crossrank_critical_path
+
+        _crossrank(input, window, ranks, as_json, no_path, top, csv_dir,
+                   lambda sel: crossrank_critical_path(G, ranks=sel))
         return
     if ranks is not None:
         raise OpgraphInputError(input, "--ranks needs a multi-rank job graph (opgraph build DIR -o job.gpickle); "

@@ -11,7 +11,7 @@ import os
 import re
 import resource
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -24,6 +24,9 @@ from opgraph.graph.windows import WindowColumns, select_windows
 from opgraph.ingest.table import DEVICE_ACTIVITY_KINDS, NONE_ID
 from opgraph.intervals import union_length
 from opgraph.multirank.identity import rank_from_filename
+
+if TYPE_CHECKING:  # pragma: no cover
+    from opgraph.graph.model import TraceGraph
 
 #: Columns (and dtypes) of a rank's collective table.
 COLLECTIVE_COLUMNS: dict[str, str] = {
@@ -286,6 +289,16 @@ def rank_result(path: str, keep_full: bool | frozenset[int]) -> RankResult:
                           sha256=src.get("sha256") or (meta.get("sha256") if isinstance(meta, dict) else None),
                           warnings=warnings, payload=payload if keep else None, collectives=coll,
                           steps=steps, summary=summary, n_events=int(len(ev)))
+
+
+def rank_with_graph(path: str) -> "tuple[RankResult, TraceGraph]":
+    """:func:`rank_result` and the rank's graph as columns, the result without its payload
+    (for per-rank work that analyses the graph where it was built)."""
+    from opgraph.graph.model import TraceGraph
+
+    res = rank_result(path, True)
+    payload, res.payload = res.payload, None
+    return res, TraceGraph(payload)
 
 
 def rank_summary(path: str) -> RankResult:

@@ -26,7 +26,8 @@ import numpy as np
 from opgraph.graph.arrays import GraphArrays
 from opgraph.graph.model import AnyGraph
 from opgraph.analysis.critical_path.engine import (
-    KERNEL_GAP_MAX_NS, LAUNCH_CALL_MAX_NS, LAUNCH_LATENCY_MAX_NS, BoundaryDAG, CircularPath, ExtraEdges, RawSegment,
+    EXIT_EDGE, KERNEL_GAP_MAX_NS, LAUNCH_CALL_MAX_NS, LAUNCH_LATENCY_MAX_NS, BoundaryDAG, CircularPath, ExtraEdges,
+    RawSegment,
     SEGMENT_FIELDS, boundary_dag, boundary_times, dag_from_edges, pick_critical, segment_columns, segments,
     walk_back,
 )
@@ -42,7 +43,7 @@ from opgraph.graph.windows import Window, select_windows
 __all__ = [
     "CATEGORIES", "WAIT_CATEGORIES", "ROLES", "R", "CAT", "PRIORITY", "ROLE_CATEGORY",
     "KERNEL_GAP_MAX_NS", "LAUNCH_CALL_MAX_NS", "LAUNCH_LATENCY_MAX_NS",
-    "BoundaryDAG", "BoundaryEdges", "CircularPath", "ExtraEdges", "RawSegment", "PathSegment", "SegmentTable", "WindowPath",
+    "BoundaryDAG", "BoundaryEdges", "CircularPath", "EXIT_EDGE", "ExtraEdges", "RawSegment", "PathSegment", "SegmentTable", "WindowPath",
     "CriticalPathResult", "segment_table",
     "boundary_dag", "boundary_edges", "boundary_times", "blocking_waits", "dag_from_edges", "edge_categories",
     "pick_critical", "segments", "segment_columns", "SEGMENT_FIELDS", "walk_back", "summarize_windows",

@@ -176,9 +176,19 @@ class CircularPath(ValueError):
     orders yet were matched). No path through them can be named."""
 
 
-def walk_back(d: BoundaryDAG, b: int, ws: int) -> list[Step]:
+#: Edge index of a walked step into an exit boundary (:func:`walk_back`'s ``exits``).
+EXIT_EDGE = -2
+
+
+def walk_back(d: BoundaryDAG, b: int, ws: int, tb: int | None = None, exits: dict[int, int] | None = None
+              ) -> list[Step]:
     """The critical path into boundary ``b`` back to time ``ws`` (ns), as walked edges in
     time order; the steps tile ``[ws, t(b)]`` exactly (module docstring).
+
+    ``tb``: the time the walk reaches ``b`` (default ``t(b)``; a walk continued from
+    elsewhere arrives clamped). ``exits`` maps boundaries whose critical predecessor lies
+    outside ``d`` (another rank of a job) to that predecessor's time: the walk ends there
+    with the step into the exit, edge :data:`EXIT_EDGE` and no source.
 
     Raises :class:`CircularPath` when the walk comes back to a boundary it passed (a
     circle of critical predecessors, possible only across a job's collective edges: each
@@ -186,11 +196,16 @@ def walk_back(d: BoundaryDAG, b: int, ws: int) -> list[Step]:
     settle, so the boundaries of each run of zero-length steps are watched."""
     t, cpred, cedge = d.t, d.cpred, d.cedge
     steps: list[Step] = []
-    tb = int(t[b])
+    tb = int(t[b]) if tb is None else tb
     guard = len(t) + 1
     still: set[int] | None = None  # boundaries passed since time last moved
     while guard:
         guard -= 1
+        if exits is not None and b in exits:
+            tu = max(min(exits[b], tb), ws)
+            if tb > tu:
+                steps.append((EXIT_EDGE, -1, b, tu, tb))
+            break
         u = int(cpred[b])
         if u < 0:
             if tb > ws:
