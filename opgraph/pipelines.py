@@ -169,14 +169,18 @@ def augment_file(trace: str, output: str, *, fmt: str | None = None, device: str
     from opgraph.analysis.roofline import TraceColumns, augment_args, roofline, summarize
     from opgraph.export.chrome import write_trace
     from opgraph.graph.io import read_input
+    from opgraph.graph.model import TraceGraph
     from opgraph.outfiles import check_output_path
 
     if not output.endswith((".json", ".json.gz")):
         raise OpgraphInputError(output, "unknown output type: use .json or .json.gz")
     check_output_path(output, (trace,))  # before any work: not the input, not a folder or FIFO
     with gc_paused():
-        got = read_input(trace, format=fmt, step=step)
-        if isinstance(got, nx.DiGraph):
+        got = read_input(trace, format=fmt, step=step, model=True)
+        if isinstance(got, TraceGraph):   # a saved graph, in columns
+            cols = TraceColumns.from_trace_graph(got)
+            shell = got
+        elif isinstance(got, nx.DiGraph):   # a saved graph in node-link JSON
             cols = TraceColumns.from_graph(got)
             shell = got
         else:

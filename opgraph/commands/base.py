@@ -55,16 +55,13 @@ def load_input(path: str, fmt: str | None = None, label: str = "loading", job_ok
 
     ``model``: the command's analysis takes the columnar
     :class:`~opgraph.graph.model.TraceGraph`; a single-rank graph then comes back in that
-    form (no networkx dicts are made: docs/model.md); a job graph too when ``job_ok`` (the
-    cross-rank path and stragglers read columns), else as a ``DiGraph`` for rank selection."""
+    form (no networkx dicts are made: docs/model.md), and so does a job graph and the rank
+    ``--rank`` cuts out of it (:func:`opgraph.multirank.rank_subgraph` cuts the columns)."""
     from opgraph.graph.io import load_any
-    from opgraph.graph.model import as_networkx
     from opgraph.progress import phase_progress
 
     with phase_progress(f"{label} {os.path.basename(path)}") as step:
         G = load_any(path, format=fmt, step=step, model=model)
-    if model and not job_ok and isinstance(G.graph.get("job"), dict):
-        G = as_networkx(G)   # rank selection (rank_subgraph) walks networkx
     if (G.graph.get("trace_metadata") or {}).get("timing") == "ordinal":
         # an execution trace records no timestamps: say so once, on stderr (JSON stays clean:
         # its *_us keys hold the positions), and head the tables with "ticks", not "µs"

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import networkx as nx
 
 from opgraph.commands.exporters import exporter
+from opgraph.graph.model import AnyGraph
 
 
-def _write(G: nx.DiGraph, path: str, opts: dict[str, Any]) -> str:
+def _write(G: AnyGraph, path: str, opts: dict[str, Any]) -> str:
     from opgraph.export.graph_tables import graph_tables, write_tables
 
     paths = write_tables(graph_tables(G), path, "parquet", inputs=(str(opts.get("input") or ""),))

@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 import click
-import networkx as nx
 
 from opgraph.commands.exporters import exporter, input_files
 from opgraph.errors import OpgraphInputError
+from opgraph.graph.model import AnyGraph
 
 
-def _write_perfetto(G: nx.DiGraph, path: str, opts: dict[str, Any]) -> str:
+def _write_perfetto(G: AnyGraph, path: str, opts: dict[str, Any]) -> str:
     from opgraph.commands.window_option import check_window, window_errors
     from opgraph.export.perfetto import export_perfetto
 
@@ -25,7 +25,7 @@ def _write_perfetto(G: nx.DiGraph, path: str, opts: dict[str, Any]) -> str:
             f"— open it in https://ui.perfetto.dev")
 
 
-def _write_perfetto_job(G: nx.DiGraph, path: str, opts: dict[str, Any]) -> str:
+def _write_perfetto_job(G: AnyGraph, path: str, opts: dict[str, Any]) -> str:
     from opgraph.export.perfetto_job import export_perfetto_job
 
     if opts.get("window"):

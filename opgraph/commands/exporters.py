@@ -7,10 +7,11 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import click
-import networkx as nx
+
+from opgraph.graph.model import AnyGraph
 
 #: ``run(G, path, opts) -> message``; ``opts`` holds every option value of the command.
-ExportFn = Callable[[nx.DiGraph, str, dict[str, Any]], "str | None"]
+ExportFn = Callable[[AnyGraph, str, dict[str, Any]], "str | None"]
 
 
 @dataclass

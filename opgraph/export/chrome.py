@@ -12,13 +12,13 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
-import networkx as nx
 import numpy as np
 import orjson
 import pandas as pd
 
 from opgraph.gc_pause import gc_paused
 from opgraph.outfiles import write_atomic
+from opgraph.graph.model import AnyGraph
 
 _OPTS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
 
@@ -119,7 +119,7 @@ def _extra_dict(e: dict[str, Any]) -> dict[str, Any]:
     return e
 
 
-def write_trace(G: nx.DiGraph, path: str | Path, add_args: dict[int, dict[str, Any]] | None = None,
+def write_trace(G: AnyGraph, path: str | Path, add_args: dict[int, dict[str, Any]] | None = None,
                 extra_events: list[dict[str, Any]] | None = None, inputs: tuple[str | Path, ...] = ()) -> None:
     """Write the trace of ``G`` (all original events, unchanged) to ``path`` (``.json`` or
     ``.json.gz``), merging ``add_args[eid]`` into event ``eid``'s args and appending

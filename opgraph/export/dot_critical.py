@@ -17,11 +17,11 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Sequence
 
-import networkx as nx
 
 from opgraph.analysis.critical_path import BoundaryDAG, WindowPath, critical_path
 from opgraph.graph.arrays import GraphArrays
 from opgraph.graph.windows import Window
+from opgraph.graph.model import AnyGraph
 
 
 @dataclass
@@ -53,7 +53,7 @@ def held_time(a: GraphArrays, wp: WindowPath) -> dict[int, int]:
     return dict(own)
 
 
-def view_path(G: nx.DiGraph, d: BoundaryDAG, a: GraphArrays, window: str | None, wins: Sequence[Window]
+def view_path(G: AnyGraph, d: BoundaryDAG, a: GraphArrays, window: str | None, wins: Sequence[Window]
               ) -> ViewPath:
     """The critical path of the windows ``wins`` (:func:`opgraph.graph.windows.select_windows`
     of ``window`` on ``a``, the arrays of ``G`` and ``d``)."""

@@ -13,13 +13,13 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import networkx as nx
 
 from opgraph.analysis.critical_path import BoundaryDAG
 from opgraph.export.dot_layout import dot_source, to_pydot
 from opgraph.export.dot_select import graph_view
 from opgraph.export.dot_view import GraphView
 from opgraph.graph.arrays import GraphArrays
+from opgraph.graph.model import AnyGraph
 
 
 def dot_program() -> str | None:
@@ -54,7 +54,7 @@ def render(dot_text: str, fmt: str, timeout: float | None = 600) -> bytes:
     return _run("neato", ["-n2", f"-T{fmt}"], dot_text.encode("utf-8"), timeout)
 
 
-def write_graphviz(G: nx.DiGraph, path: str | Path, fmt: str | None = None, *, view: GraphView | None = None,
+def write_graphviz(G: AnyGraph, path: str | Path, fmt: str | None = None, *, view: GraphView | None = None,
                    inputs: tuple[str | Path, ...] = (), **view_opts: Any) -> GraphView:
     """Write ``G`` (through :func:`~opgraph.export.dot_select.graph_view` with ``view_opts``)
     as DOT, SVG or PNG (``fmt``, default from the file suffix); whole or not at all, never
@@ -72,7 +72,7 @@ def write_graphviz(G: nx.DiGraph, path: str | Path, fmt: str | None = None, *, v
     return v
 
 
-def critical_path_svg(G: nx.DiGraph, window: str, max_nodes: int = 150, collapse: str | None = "op",
+def critical_path_svg(G: AnyGraph, window: str, max_nodes: int = 150, collapse: str | None = "op",
                       title: str | None = None, arr: GraphArrays | None = None,
                       dag: BoundaryDAG | None = None) -> tuple[str, GraphView]:
     """SVG text of the critical path (with its one-hop neighbours) of ``window``, for

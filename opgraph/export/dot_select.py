@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
-import networkx as nx
 import numpy as np
 
 from opgraph.analysis.critical_path import BoundaryDAG, boundary_dag
@@ -22,8 +21,8 @@ from opgraph.export.dot_collapse import host_parent, representatives
 from opgraph.export.dot_critical import view_path
 from opgraph.export.dot_view import ACTIVITY_KINDS, HOST_KINDS, EmptySelection, GraphView, ViewEdge, ViewNode
 from opgraph.graph.arrays import GraphArrays
-from opgraph.graph.model import arrays_of
 from opgraph.graph.windows import select_windows
+from opgraph.graph.model import AnyGraph, arrays_of, edge_kinds_between
 
 DEFAULT_MAX_NODES = 400
 #: Edge kinds drawn from the graph as they are (through the collapse); the order kinds
@@ -46,7 +45,7 @@ def _window_members(a: GraphArrays, dag: BoundaryDAG, wins: list[tuple[str, int 
     return mask
 
 
-def _lane_names(G: nx.DiGraph) -> dict[tuple, str]:
+def _lane_names(G: AnyGraph) -> dict[tuple, str]:
     ev = G.graph.get("events")
     out: dict[tuple, str] = {}
     if ev is None or not len(ev):
@@ -130,18 +129,16 @@ def _view_nodes(a: GraphArrays, drawn: set[int], parent: np.ndarray, rep: np.nda
     return vnodes
 
 
-def _view_edges(G: nx.DiGraph, eids: np.ndarray, vnodes: dict[int, ViewNode], drawn: set[int],
+def _view_edges(G: AnyGraph, eids: np.ndarray, vnodes: dict[int, ViewNode], drawn: set[int],
                 mapped: set[tuple[int, int, str]], chain_r: list[list[int]]) -> list[ViewEdge]:
     """Order edges among the drawn nodes, the cross-lane edges between them, and the
     critical path: the drawn edge of each step highlighted, or a ``critical`` edge added."""
     edges: list[ViewEdge] = []
-    has = G.has_edge
-    ekind = lambda u, v: G.edges[u, v].get("kind") if has(u, v) else None  # noqa: E731
     groups: dict[tuple, list[ViewNode]] = defaultdict(list)
     for vn in vnodes.values():
         if vn.kind in HOST_KINDS:
             if vn.parent is not None:
-                edges.append(ViewEdge(vn.parent, vn.eid, "nest", gap=ekind(vn.parent, vn.eid) != "nest"))
+                edges.append(ViewEdge(vn.parent, vn.eid, "nest"))
             groups[("h", vn.lane, vn.parent)].append(vn)
         elif vn.kind in ACTIVITY_KINDS:
             groups[("d", vn.lane)].append(vn)
@@ -149,7 +146,10 @@ def _view_edges(G: nx.DiGraph, eids: np.ndarray, vnodes: dict[int, ViewNode], dr
         grp.sort(key=lambda x: (x.ts, -x.dur, x.eid))
         k = "host_seq" if key[0] == "h" else "stream_seq"
         for x, y in zip(grp, grp[1:]):
-            edges.append(ViewEdge(x.eid, y.eid, k, gap=ekind(x.eid, y.eid) != k))
+            edges.append(ViewEdge(x.eid, y.eid, k))
+    # a drawn edge the graph does not hold (its ends are linked through cut nodes) is a gap
+    for e, k in zip(edges, edge_kinds_between(G, [e.u for e in edges], [e.v for e in edges])):
+        e.gap = k != e.kind
     for u, v, k in sorted(mapped):
         if k in _CROSS_KINDS and u in drawn and v in drawn:
             edges.append(ViewEdge(int(eids[u]), int(eids[v]), k))
@@ -181,7 +181,7 @@ def _view_edges(G: nx.DiGraph, eids: np.ndarray, vnodes: dict[int, ViewNode], dr
     return edges
 
 
-def graph_view(G: nx.DiGraph, window: str | None = None, critical_only: bool = False,
+def graph_view(G: AnyGraph, window: str | None = None, critical_only: bool = False,
                collapse: str | None = None, max_nodes: int | None = DEFAULT_MAX_NODES,
                arr: GraphArrays | None = None, dag: BoundaryDAG | None = None) -> GraphView:
     """Choose the nodes and edges to draw.

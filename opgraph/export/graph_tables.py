@@ -13,11 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 
 from opgraph.export.tables import json_text, write_csv, write_parquet
+from opgraph.graph.model import AnyGraph, TraceGraph, node_args
+from opgraph.graph.payload import NODE_KEYS
 
 #: Node columns in this order first; any other attribute follows.
 NODE_COLUMNS = ("id", "kind", "name", "ts_ns", "dur_ns", "pid", "tid", "device", "stream", "correlation",
@@ -47,8 +48,54 @@ def _column(values: list[Any]) -> pd.Series:
     return s.map(lambda v: v if v is None or isinstance(v, str) else str(v)).astype(object)
 
 
-def graph_tables(G: nx.DiGraph) -> dict[str, pd.DataFrame]:
-    """``{"nodes": ..., "edges": ...}`` of ``G`` (module docstring)."""
+def _columns_tables(T: TraceGraph) -> dict[str, pd.DataFrame]:
+    """:func:`graph_tables` of a :class:`~opgraph.graph.model.TraceGraph`, from its columns
+    (the same tables as from its networkx view, without making it)."""
+    p = T.payload
+    keys = [k for k in NODE_KEYS if k != "args"] + ["args"] + [k for k in p["node_cols"] if k not in NODE_KEYS]
+    cols: dict[str, pd.Series] = {"id": pd.Series(T.node_ids, dtype="int64")}
+    rename = {"ts": "ts_ns", "dur": "dur_ns"}
+    for k in keys:
+        if k == "args":
+            vals = node_args(T, T.node_ids)
+        else:
+            col = T.column(k)
+            if col.dtype == np.int64:
+                cols[rename.get(k, k)] = pd.Series(col)
+                continue
+            vals = col.tolist()
+        cols[rename.get(k, k)] = _column(vals)
+    order = [c for c in NODE_COLUMNS if c in cols] + [c for c in cols if c not in NODE_COLUMNS]
+    node_df = pd.DataFrame({c: cols[c] for c in order})
+    src, dst, kind = p["src"], p["dst"], T.edge_kinds()
+    extra: dict[int, dict[str, Any]] = p["edge_extra"]
+    eo = T.edge_order()
+    if eo is not None:
+        src, dst, kind = src[eo], dst[eo], kind[eo]
+        inv = np.empty(len(eo), dtype=np.int64)
+        inv[eo] = np.arange(len(eo))
+        extra = {int(inv[j]): d for j, d in extra.items()}
+    rich = sorted(extra.items())
+    ekeys: dict[str, None] = {}
+    for _, d in rich:
+        for k in d:
+            ekeys.setdefault(k, None)
+    ecols: dict[str, pd.Series] = {"src": pd.Series(src, dtype="int64"), "dst": pd.Series(dst, dtype="int64"),
+                                   "kind": _column(kind.tolist())}
+    for k in ekeys:
+        vals: list[Any] = [None] * len(src)
+        for j, d in rich:
+            if k in d:
+                vals[j] = d[k]
+        ecols[k] = _column(vals)
+    return {"nodes": node_df, "edges": pd.DataFrame(ecols)}
+
+
+def graph_tables(G: AnyGraph) -> dict[str, pd.DataFrame]:
+    """``{"nodes": ..., "edges": ...}`` of ``G`` (module docstring): from the columns of a
+    :class:`~opgraph.graph.model.TraceGraph`, else from the ``DiGraph``'s attributes."""
+    if isinstance(G, TraceGraph):
+        return _columns_tables(G)
     nodes = list(G.nodes(data=True))
     keys: dict[str, None] = {}
     for _, d in nodes:

@@ -45,7 +45,7 @@ from opgraph.export.html_format import html_table as _table
 from opgraph.export.html_format import num_span as _num
 from opgraph.export.html_format import path_key as _k
 from opgraph.export.html_format import short_name as _short
-from opgraph.graph.model import AnyGraph, as_networkx
+from opgraph.graph.model import AnyGraph
 
 #: Options of the embedded critical-path picture (``export --svg --critical-only
 #: --collapse op --max-nodes 120 --window <the median step>``).
@@ -343,8 +343,7 @@ def _critical_picture(G: AnyGraph, data: dict[str, Any], notes: list[str]) -> tu
     w = ws[(len(ws) - 1) // 2]
     window = "all" if cp["window_mode"] == "all" else "^" + re.escape(w["name"]) + "$"
     try:
-        # the picture walks nodes and edges one by one: the networkx view (made here only)
-        svg, view = critical_path_svg(as_networkx(G), window, max_nodes=CP_PICTURE["max_nodes"],
+        svg, view = critical_path_svg(G, window, max_nodes=CP_PICTURE["max_nodes"],
                                       collapse=CP_PICTURE["collapse"], title=f"critical path of {w['name']}")
     except GraphvizMissing:
         notes.append("critical-path picture: left out (Graphviz's `dot` is not installed)")

@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import networkx as nx
 import pandas as pd
 
 from opgraph.gc_pause import gc_paused
@@ -47,6 +46,7 @@ from opgraph.export.perfetto_flows import (
     FLOW_CAT, FLOW_MARGIN_NS, FLOW_NAME, SliceIndex, critical_crossings, critical_flows, next_flow_id,
 )
 from opgraph.export.perfetto_lanes import lane_codes, lane_key, metadata_events, object_column
+from opgraph.graph.model import AnyGraph, arrays_of
 
 __all__ = [
     "ARG_PREFIX", "COUNTER_CAT", "FLOW_CAT", "FLOW_MARGIN_NS", "FLOW_NAME",
@@ -84,7 +84,7 @@ class Overlay:
 
 
 # --------------------------------------------------------------------------- assembly
-def build_overlay(G: nx.DiGraph, window: str | None = None, *, arr: GraphArrays | None = None,
+def build_overlay(G: AnyGraph, window: str | None = None, *, arr: GraphArrays | None = None,
                   dag: BoundaryDAG | None = None, cp: CriticalPathResult | None = None,
                   idle: IdleResult | None = None) -> Overlay:
     """Everything :func:`export_perfetto` adds, without writing it.
@@ -95,7 +95,7 @@ def build_overlay(G: nx.DiGraph, window: str | None = None, *, arr: GraphArrays 
     """
     ev: pd.DataFrame = G.graph["events"]
     if arr is None:
-        arr = dag.arr if dag is not None else GraphArrays.from_graph(G)
+        arr = dag.arr if dag is not None else arrays_of(G)
     if cp is None:
         cp = critical_path(G, window=window, dag=dag if dag is not None else boundary_dag(G, arr))
     if idle is None:
@@ -114,7 +114,7 @@ def build_overlay(G: nx.DiGraph, window: str | None = None, *, arr: GraphArrays 
     return ov
 
 
-def export_perfetto(G: nx.DiGraph, path: str | Path, window: str | None = None,
+def export_perfetto(G: AnyGraph, path: str | Path, window: str | None = None,
                     inputs: tuple[str | Path, ...] = ()) -> dict[str, Any]:
     """Write the Perfetto overlay of ``G`` to ``path`` (``.json`` or ``.json.gz``; never over
     one of ``inputs``).

@@ -39,12 +39,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 
 from opgraph.gc_pause import gc_paused
-from opgraph.graph.arrays import GraphArrays
 from opgraph.analysis.crossrank import CROSS_CATEGORIES, CrossRankResult, crossrank_critical_path
 from opgraph.analysis.idle import idle_time
 from opgraph.analysis.stragglers import kernel_waits, per_collective
@@ -54,6 +52,7 @@ from opgraph.export.perfetto_counters import (
 )
 from opgraph.export.perfetto_flows import FLOW_MARGIN_NS, SliceIndex, critical_flows
 from opgraph.export.perfetto_lanes import lane_codes, lane_key, metadata_events, object_column
+from opgraph.graph.model import AnyGraph, arrays_of
 
 #: ``cat`` and ``name`` of the collective flows (last arrival -> every other participant).
 COLL_FLOW_CAT = "opgraph.collective"
@@ -121,7 +120,7 @@ def pid_stride(ranks: list[int], n_local: int) -> int:
     return stride
 
 
-def remap_events(G: nx.DiGraph) -> tuple[pd.DataFrame, dict[int, RankLayout], int]:
+def remap_events(G: AnyGraph) -> tuple[pd.DataFrame, dict[int, RankLayout], int]:
     """The job's event table with pids and flow ids remapped per rank (a shallow copy: the
     other columns are shared), the layout of every rank and the pid stride.
 
@@ -175,7 +174,7 @@ def remap_events(G: nx.DiGraph) -> tuple[pd.DataFrame, dict[int, RankLayout], in
 
 
 # --------------------------------------------------------------------------- per-rank pieces
-def rank_additions(G: nx.DiGraph, lay: RankLayout) -> tuple[dict[int, dict[str, Any]], list[dict[str, Any]]]:
+def rank_additions(G: AnyGraph, lay: RankLayout) -> tuple[dict[int, dict[str, Any]], list[dict[str, Any]]]:
     """The single-rank additions of rank ``lay.rank`` that do not depend on the critical
     path, with job event ids and exported pids: args (launch delays, idle blame, process
     names ``rank r — <name>``) and extra events (GPU counters, names and sort indices).
@@ -185,7 +184,7 @@ def rank_additions(G: nx.DiGraph, lay: RankLayout) -> tuple[dict[int, dict[str, 
 
     H = rank_subgraph(G, lay.rank, aligned=True)
     ev_r: pd.DataFrame = H.graph["events"]
-    arr = GraphArrays.from_graph(H)
+    arr = arrays_of(H)
     off = lay.lo
     args = {e + off: d for e, d in merge_args(launch_args(arr), idle_args(idle_time(H, arr=arr))).items()}
     counters = gpu_busy_counters(arr, ev_r) + queued_counters(arr, ev_r)
@@ -229,7 +228,7 @@ def rank_additions(G: nx.DiGraph, lay: RankLayout) -> tuple[dict[int, dict[str, 
 
 
 # --------------------------------------------------------------------------- collectives
-def collective_table(G: nx.DiGraph) -> pd.DataFrame:
+def collective_table(G: AnyGraph) -> pd.DataFrame:
     """The job's matched collective kernels with ``last_rank``, ``last_ts``, ``wait`` (ns,
     :func:`opgraph.analysis.stragglers.kernel_waits`) and the collective's ``lateness``
     (ns, :func:`opgraph.analysis.stragglers.per_collective`)."""
@@ -384,7 +383,7 @@ class JobOverlay:
     counts: dict[str, int]
 
 
-def build_job_overlay(G: nx.DiGraph, cr: CrossRankResult | None = None) -> JobOverlay:
+def build_job_overlay(G: AnyGraph, cr: CrossRankResult | None = None) -> JobOverlay:
     """Everything :func:`export_perfetto_job` writes, without writing it (see the module
     doc). ``cr``: a precomputed cross-rank critical path of ``G`` (every full rank)."""
     job = G.graph["job"]
@@ -433,7 +432,7 @@ def build_job_overlay(G: nx.DiGraph, cr: CrossRankResult | None = None) -> JobOv
     return JobOverlay(ev, add_args, extra, top, counts)
 
 
-def export_perfetto_job(G: nx.DiGraph, path: str | Path, inputs: tuple[str | Path, ...] = ()) -> dict[str, Any]:
+def export_perfetto_job(G: AnyGraph, path: str | Path, inputs: tuple[str | Path, ...] = ()) -> dict[str, Any]:
     """Write the Perfetto overlay of job graph ``G`` to ``path`` (``.json`` or
     ``.json.gz``; never over one of ``inputs``). Returns a summary: the path and the counts of :class:`JobOverlay`."""
     from opgraph.export.chrome import write_trace_doc

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 #: Edge kinds; ``collective`` edges exist only in multi-rank job graphs (opgraph/multirank).
 EDGE_KINDS = ("nest", "host_seq", "launch", "stream_seq", "sync", "event_wait", "flow", "data",  # [issue #7] + data
               "collective",  # [issue #9]
@@ -12,4 +14,18 @@ EDGE_KINDS = ("nest", "host_seq", "launch", "stream_seq", "sync", "event_wait", 
 #: burst and the event it waited from. A job graph renumbers them with its node ids.
 NODE_ID_EDGE_ATTRS = ("first", "wait_from")
 
-__all__ = ["EDGE_KINDS", "NODE_ID_EDGE_ATTRS"]
+
+
+def renumbered(attrs: dict[str, Any], shift: int) -> dict[str, Any]:
+    """A copy of edge attributes ``attrs`` whose node-id values (:data:`NODE_ID_EDGE_ATTRS`)
+    are moved by ``shift`` (-1, none, stays): how a job graph renumbers a rank's edges and
+    how a rank's view takes them back."""
+    out = dict(attrs)
+    for k in NODE_ID_EDGE_ATTRS:
+        v = out.get(k)
+        if v is not None and v >= 0:
+            out[k] = int(v) + shift
+    return out
+
+
+__all__ = ["EDGE_KINDS", "NODE_ID_EDGE_ATTRS", "renumbered"]

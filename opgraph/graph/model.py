@@ -12,7 +12,7 @@ for everything that walks nodes and edges one by one.
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Any
+from typing import Any, Sequence
 
 import networkx as nx
 import numpy as np
@@ -124,6 +124,15 @@ class TraceGraph:
         uniq, codes = self.payload["edge_kind"]
         return uniq[codes]
 
+    def edge_order(self) -> np.ndarray | None:
+        """The order in which the ``DiGraph`` view iterates the payload's edges (by source
+        node in node order, then as inserted), or None when that is the payload's order."""
+        src = self.payload["src"]
+        if not len(src):
+            return None
+        order = np.argsort(key_positions(self.payload["nodes"], src), kind="stable")
+        return None if (order == np.arange(len(order))).all() else order
+
     @cached_property
     def arrays(self) -> GraphArrays:
         """The analyses' columns (:class:`~opgraph.graph.arrays.GraphArrays`), made from the
@@ -134,13 +143,7 @@ class TraceGraph:
         ekind = self.edge_kinds()
         extra: dict[int, dict] = p["edge_extra"]
         pos = p["nodes"]
-        if len(src):
-            # a DiGraph iterates its edges by source node (node order), then by insertion
-            order = np.argsort(key_positions(pos, src), kind="stable")
-            if (order == np.arange(len(order))).all():
-                order = None
-        else:
-            order = None
+        order = self.edge_order()
         rich = sorted(extra.items())
         if order is not None:
             src, dst, ekind = src[order], dst[order], ekind[order]
@@ -151,6 +154,21 @@ class TraceGraph:
         return GraphArrays.from_columns(
             pos, self.column("kind"), self.column("name"), cols["ts"], cols["dur"], self.column("pid"),
             self.column("tid"), cols["device"], cols["stream"], cols.get("rank"), src, dst, ekind, rich)
+
+    @cached_property
+    def edge_index(self) -> tuple[np.ndarray, list[str]]:
+        """Every edge as one sorted int64 key ``src position * n + dst position`` (node
+        positions of :attr:`arrays`) with the kinds in the same order: a vectorised lookup
+        of edges by their ends (:func:`edge_kinds_between`)."""
+        a = self.arrays
+        n = max(a.n, 1)
+        parts = [(s * n + d, k) for k, (s, d) in a.edges.items()]
+        if not parts:
+            return np.empty(0, np.int64), []
+        keys = np.concatenate([p for p, _ in parts])
+        kinds = np.concatenate([np.full(len(p), k, dtype=object) for p, k in parts])
+        order = np.argsort(keys, kind="stable")
+        return keys[order], kinds[order].tolist()
 
     def window_columns(self) -> Any:
         """The columns window selection reads (:class:`~opgraph.graph.windows.WindowColumns`)."""
@@ -199,4 +217,25 @@ def node_args(G: "nx.DiGraph | TraceGraph", eids: np.ndarray | list[int]) -> lis
     return [nodes[i].get("args") for i in ids.tolist()]
 
 
-__all__ = ["TraceGraph", "AnyGraph", "arrays_of", "as_networkx", "node_args"]
+def edge_kinds_between(G: "nx.DiGraph | TraceGraph", us: Sequence[int], vs: Sequence[int]) -> list[str | None]:
+    """The kind of edge ``us[i] -> vs[i]`` (node ids) for every i, None where there is no
+    such edge. A :class:`TraceGraph` looks every pair up at once in its sorted edge keys
+    (no networkx view is made); a ``DiGraph`` in its adjacency."""
+    if isinstance(G, TraceGraph):
+        if not len(us):
+            return []
+        keys, kinds = G.edge_index
+        a = G.arrays
+        pu = key_positions(a.eid, np.asarray(us, dtype=np.int64))
+        pv = key_positions(a.eid, np.asarray(vs, dtype=np.int64))
+        q = pu * max(a.n, 1) + pv
+        at = np.searchsorted(keys, q).clip(0, max(len(keys) - 1, 0))
+        hit = (pu >= 0) & (pv >= 0) & (len(keys) > 0)
+        if len(keys):
+            hit &= keys[at] == q
+        return [kinds[j] if h else None for j, h in zip(at.tolist(), hit.tolist())]
+    succ = G._succ
+    return [(succ[u][v].get("kind") if u in succ and v in succ[u] else None) for u, v in zip(us, vs)]
+
+
+__all__ = ["TraceGraph", "AnyGraph", "arrays_of", "as_networkx", "edge_kinds_between", "node_args"]

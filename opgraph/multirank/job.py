@@ -3,8 +3,8 @@
 :func:`build_job` runs :func:`~opgraph.multirank.worker.rank_result` per file (process
 pool or Dask), matches collectives, aligns clocks, and merges the kept ranks' column
 payloads into one payload (global node ids ``node_offset[r] + local id``, node column
-``rank``, ``collective`` edges, ``G.graph["job"]``). :func:`rank_subgraph` takes one rank
-back out as an ordinary single-rank graph.
+``rank``, ``collective`` edges, ``G.graph["job"]``). :func:`opgraph.multirank.rank_view.rank_subgraph`
+takes one rank back out as an ordinary single-rank graph.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pandas as pd
 
 from opgraph.version import GRAPH_SCHEMA_VERSION, __version__
 from opgraph.errors import OpgraphInputError
-from opgraph.graph.edge_kinds import NODE_ID_EDGE_ATTRS
+from opgraph.graph.edge_kinds import renumbered
 from opgraph.multirank.executor import run
 from opgraph.multirank.identity import check_ranks, discover
 from opgraph.multirank.match import align_clocks, match_collectives
@@ -231,17 +231,6 @@ def matched_collectives(results: list[RankResult]) -> tuple[pd.DataFrame, Any, l
     return t[list(COLLECTIVE_COLUMNS) + ["coll_id", "match"]], al, warnings
 
 
-def _renumbered(attrs: dict[str, Any], shift: int) -> dict[str, Any]:
-    """A copy of edge attributes ``attrs`` whose node-id values
-    (:data:`~opgraph.graph.edge_kinds.NODE_ID_EDGE_ATTRS`) are moved by ``shift`` (-1 stays)."""
-    out = dict(attrs)
-    for k in NODE_ID_EDGE_ATTRS:
-        v = out.get(k)
-        if v is not None and v >= 0:
-            out[k] = int(v) + shift
-    return out
-
-
 def merge_results(results: list[RankResult]) -> dict[str, Any]:
     """Merge per-rank results into one job payload (contract in docs/multirank.md).
 
@@ -319,7 +308,7 @@ def merge_results(results: list[RankResult]) -> dict[str, Any]:
             dst_l.append(np.asarray(p["dst"], np.int64) + no)
             ek_p.append(p["edge_kind"])
             for j, a in p["edge_extra"].items():
-                extra[n_edges + j] = _renumbered(a, no)
+                extra[n_edges + j] = renumbered(a, no)
             n_edges += len(p["src"])
             ev = g["events"].copy(deep=False)
             ev["eid"] = ev["eid"].to_numpy(np.int64) + no
@@ -443,65 +432,3 @@ def build_job(inputs: Sequence[str] | str, keep: str | None = "auto", workers: i
 def load_job(inputs: Sequence[str] | str, **kw: Any) -> nx.DiGraph:
     """:func:`build_job` and return the ``DiGraph``."""
     return build_job(inputs, **kw).graph()
-
-
-# --------------------------------------------------------------------------- rank view
-def is_job(G: nx.DiGraph) -> bool:
-    """True for a multi-rank job graph."""
-    return isinstance(G.graph.get("job"), dict)
-
-
-def rank_subgraph(G: nx.DiGraph, r: int, aligned: bool = False) -> nx.DiGraph:
-    """Rank ``r`` of a job graph as an ordinary single-rank graph: its nodes (local ids),
-    its intra-rank edges, its events table and graph attributes as built from its file.
-
-    Times are on the rank's own clock (as in its file) unless ``aligned`` (then the job's
-    aligned clock). Raises ``KeyError`` when the rank is not in the job or was not kept
-    in full."""
-    job = G.graph["job"]
-    row = next((x for x in job["ranks"] if int(x["rank"]) == int(r)), None)
-    if row is None:
-        raise KeyError(f"rank {r} is not in this job")
-    if not row["full"]:
-        raise KeyError(f"rank {r} was not kept in full (see --keep)")
-    off, n_ev = int(row["node_offset"]), int(row["n_events"])
-    shift = 0 if aligned else int(row["clock_offset_ns"])
-    H = nx.DiGraph()
-    H.graph.update(row.get("graph", {}))
-    ev_all: pd.DataFrame = G.graph["events"]
-    ev = ev_all.iloc[off:off + n_ev].copy(deep=False).reset_index(drop=True)
-    ev["eid"] = ev["eid"].to_numpy(np.int64) - off
-    for c in ev.columns:
-        if isinstance(ev[c].dtype, pd.CategoricalDtype) and c != "kind":
-            ev[c] = ev[c].cat.remove_unused_categories()
-    if shift:
-        ev["ts_ns"] = ev["ts_ns"].to_numpy(np.int64) - shift
-    H.graph["events"] = ev
-    if not aligned and "span_ns" in H.graph:
-        H.graph["span_ns"] = tuple(H.graph["span_ns"])
-    args = ev["args"].to_numpy(dtype=object)
-    hi = off + n_ev
-    nodes = G._node
-    newn: dict[int, dict[str, Any]] = {}
-    for n in range(off, hi):
-        d = nodes.get(n)
-        if d is not None:
-            nd = {k: v for k, v in d.items() if k != "rank"}
-            nd["ts"] = d["ts"] - shift
-            nd["args"] = args[n - off]
-            newn[n - off] = nd
-    H._node.update(newn)
-    H._succ.update({n: {} for n in newn})
-    H._pred.update({n: {} for n in newn})
-    succ, pred = H._succ, H._pred
-    for n in range(off, hi):
-        nb = G._succ.get(n)
-        if not nb:
-            continue
-        u = n - off
-        for v, d in nb.items():
-            if off <= v < hi and d.get("kind") != "collective":
-                dd = _renumbered(d, -off)
-                succ[u][v - off] = dd
-                pred[v - off][u] = dd
-    return H
