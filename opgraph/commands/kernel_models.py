@@ -60,7 +60,7 @@ def kernel_models_cmd(input: str, lookup: str | None, calibration: str | None, d
     if job is not None:
         from opgraph.analysis.stragglers import rank_comm_waits
 
-        J = load_input(job, job_ok=True, rank=rank)
+        J = load_input(job, job_ok=True, rank=rank, model=True)
         src = G.graph.get("source") if isinstance(G.graph.get("source"), dict) else {}
         try:
             rank, waits = rank_comm_waits(J, sha256=src.get("sha256"))

@@ -60,6 +60,6 @@ def enqueue_stats_cmd(input: str, as_json: bool, fmt: str | None, csv_dir: Table
     from opgraph.analysis.enqueue_stats import enqueue_report
     from opgraph.export.text_nvtx import render_enqueue_stats
 
-    res = enqueue_report(load_input(input, fmt, rank=rank))
+    res = enqueue_report(load_input(input, fmt, rank=rank, model=True))
     emit_result(input, res.tables, csv_dir, as_json, res.to_dict, "enqueue-stats.schema.json",
                 lambda: render_enqueue_stats(res.to_dict(), console()))
