@@ -29,26 +29,53 @@ def _us(ns: np.ndarray | int) -> Any:
     return np.asarray(ns, dtype=np.int64) / 1000.0
 
 
+def path_columns(cp: Any) -> dict[str, np.ndarray]:
+    """Every window's path segments of ``cp`` as one set of columns, in path order:
+    ``eid``/``from_eid``/``to_eid`` int64 (-1: none), ``start_ns``/``end_ns`` int64 ns,
+    ``bound_by`` and ``lane`` object arrays. Read from the columns of a path held as a
+    :class:`~opgraph.analysis.critical_path.result.SegmentTable` (no segment objects are
+    made), else from the segments' attributes."""
+    keys = ("eid", "from_eid", "to_eid", "start_ns", "end_ns", "bound_by", "lane")
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in keys}
+    for w in cp.windows:
+        path = w.path
+        cols = getattr(path, "cols", None)
+        if cols is not None:
+            for k in keys:
+                parts[k].append(cols[k])
+            continue
+        segs = list(path)
+        n = len(segs)
+        for k in ("eid", "from_eid", "to_eid"):
+            parts[k].append(np.fromiter((-1 if getattr(x, k) is None else getattr(x, k) for x in segs),
+                                        dtype=np.int64, count=n))
+        for k in ("start_ns", "end_ns"):
+            parts[k].append(np.fromiter((getattr(x, k) for x in segs), dtype=np.int64, count=n))
+        for k in ("bound_by", "lane"):
+            parts[k].append(np.array([getattr(x, k) for x in segs], dtype=object))
+    return {k: (np.concatenate(v) if v else np.empty(0, dtype=object if k in ("bound_by", "lane") else np.int64))
+            for k, v in parts.items()}
+
+
 def critical_args(cp: Any, categories: Sequence[str] = CATEGORIES) -> dict[int, dict[str, Any]]:
     """``opgraph.critical`` (True), ``opgraph.bound_by`` (the category of the event's
     largest critical segment; between equal segments, the category with more critical time
     for the event) and ``opgraph.critical_us`` (its total time on the critical paths, µs) per
-    event owning a critical-path segment.
+    event owning a critical-path segment, plus :func:`wait_args`.
 
     ``cp``: anything with ``windows`` holding ``path`` segments (a
     :class:`~opgraph.analysis.critical_path.CriticalPathResult`, or the cross-rank
     :class:`~opgraph.analysis.crossrank.CrossRankResult` with ``categories`` =
     :data:`~opgraph.analysis.crossrank.CROSS_CATEGORIES`)."""
-    allsegs = [s for w in cp.windows for s in w.path]
-    segs = [s for s in allsegs if s.eid is not None]
-    waits = wait_args(allsegs)
-    if not segs:
+    pc = path_columns(cp)
+    waits = wait_args(pc)
+    own = pc["eid"] >= 0
+    if not own.any():
         return waits
-    n = len(segs)
     df = pd.DataFrame({
-        "eid": np.fromiter((s.eid for s in segs), dtype=np.int64, count=n),
-        "cat": pd.Categorical([s.bound_by for s in segs], categories=list(categories)),
-        "dur": np.fromiter((s.end_ns - s.start_ns for s in segs), dtype=np.int64, count=n),
+        "eid": pc["eid"][own],
+        "cat": pd.Categorical(pc["bound_by"][own], categories=list(categories)),
+        "dur": (pc["end_ns"] - pc["start_ns"])[own],
     })
     longest = df.groupby(["eid", "cat"], sort=False, observed=True)["dur"].agg(["sum", "max"]).reset_index()
     longest = longest.sort_values(["eid", "max", "sum"], ascending=[True, False, False], kind="stable")
@@ -63,21 +90,27 @@ def critical_args(cp: Any, categories: Sequence[str] = CATEGORIES) -> dict[int, 
     return out
 
 
-def wait_args(segs: Sequence[Any]) -> dict[int, dict[str, Any]]:
+def wait_args(pc: dict[str, np.ndarray]) -> dict[int, dict[str, Any]]:
     """For critical-path stretches that lie between events (waits, launch latencies,
     untraced time): on the event the stretch leads to, ``opgraph.waited_before_us`` (their
-    total, µs), ``opgraph.waited_before`` (the category of the longest) and
-    ``opgraph.waited_on`` (the lane it happened on, and the event it came from)."""
-    acc: dict[int, list[Any]] = {}
-    for s in segs:
-        if s.eid is None and s.to_eid is not None:
-            acc.setdefault(int(s.to_eid), []).append(s)
+    total, µs), ``opgraph.waited_before`` (the category of the longest, the first of equal
+    ones) and ``opgraph.waited_on`` (the lane it happened on, and the event it came from).
+    ``pc``: the path's columns (:func:`path_columns`); events in order of their first
+    stretch."""
+    m = (pc["eid"] < 0) & (pc["to_eid"] >= 0)
+    if not m.any():
+        return {}
+    df = pd.DataFrame({"to": pc["to_eid"][m], "dur": (pc["end_ns"] - pc["start_ns"])[m],
+                       "cat": pc["bound_by"][m], "lane": pc["lane"][m], "frm": pc["from_eid"][m]})
+    total = df.groupby("to", sort=False)["dur"].sum()   # events in order of first stretch
+    lw = df.sort_values(["to", "dur"], ascending=[True, False], kind="stable").drop_duplicates("to").set_index("to")
+    lw = lw.reindex(total.index)
+    k_us, k_cat, k_on = ARG_PREFIX + "waited_before_us", ARG_PREFIX + "waited_before", ARG_PREFIX + "waited_on"
     out: dict[int, dict[str, Any]] = {}
-    for e, ss in acc.items():
-        lw = max(ss, key=lambda x: x.dur_ns)
-        on = lw.lane + (f" after event {lw.from_eid}" if lw.from_eid is not None else " (nothing recorded before)")
-        out[e] = {ARG_PREFIX + "waited_before_us": sum(x.dur_ns for x in ss) / 1000.0,
-                  ARG_PREFIX + "waited_before": lw.bound_by, ARG_PREFIX + "waited_on": on}
+    for e, t, c, lane, f in zip(total.index.tolist(), total.to_numpy().tolist(), lw["cat"].tolist(),
+                                lw["lane"].tolist(), lw["frm"].tolist()):
+        on = lane + (f" after event {f}" if f >= 0 else " (nothing recorded before)")
+        out[e] = {k_us: t / 1000.0, k_cat: c, k_on: on}
     return out
 
 
