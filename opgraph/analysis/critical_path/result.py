@@ -65,11 +65,12 @@ class SegmentTable(Sequence[PathSegment]):
     object arrays of str. The window summaries (length, breakdown, confidence, top
     events, the document) are computed on the columns."""
 
-    __slots__ = ("cols", "_objs")
+    __slots__ = ("cols", "_objs", "_tops")
 
     def __init__(self, cols: dict[str, np.ndarray]):
         self.cols = cols
         self._objs: list[PathSegment] | None = None
+        self._tops: dict[tuple[int, int], tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
 
     def __len__(self) -> int:
         return len(self.cols["start_ns"])
@@ -145,7 +146,14 @@ class SegmentTable(Sequence[PathSegment]):
 
     def tops(self, n: int, total_ns: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """(host events, device activities) with the most path time inside their own
-        interval: per (kind, name), first-appearance order, sorted by time (stable)."""
+        interval: per (kind, name), first-appearance order, sorted by time (stable). Computed
+        once per (n, total_ns): the text and the document both ask."""
+        got = self._tops.get((n, total_ns))
+        if got is None:
+            got = self._tops[(n, total_ns)] = self._compute_tops(n, total_ns)
+        return [dict(d) for d in got[0]], [dict(d) for d in got[1]]
+
+    def _compute_tops(self, n: int, total_ns: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         c = self.cols
         m = c["eid"] >= 0
         out: list[list[dict[str, Any]]] = []
