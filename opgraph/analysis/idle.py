@@ -456,28 +456,40 @@ def _blame(a: GraphArrays, gaps: list[tuple[int, int, int, int]], is_sync: np.nd
     lane_of_gap = a.lane[g[:, 2]]
     host = np.flatnonzero(a.is_host)
     cache = seg_cache if seg_cache is not None else {}
-    acc: dict[int, int] = {}
+    own_parts: list[np.ndarray] = []
+    ov_parts: list[np.ndarray] = []
     for lane in np.unique(lane_of_gap).tolist():
         if lane not in cache:
             cache[lane] = _thread_segments(a, host[a.lane[host] == lane])
         s, e, o = cache[lane]
         gl = g[lane_of_gap == lane]
-        first = np.searchsorted(e, gl[:, 0], side="right")  # first segment ending after g0
-        for (g0, g1, _, grp), k in zip(gl.tolist(), first.tolist()):
-            while k < len(s) and s[k] < g1:
-                ov = min(e[k], g1) - max(s[k], g0)
-                if ov > 0:
-                    if o[k] >= 0 and is_sync[o[k]]:
-                        drain[grp] += ov
-                    elif collect:
-                        ow = int(o[k]) if o[k] >= 0 else -1 - lane  # untraced: one key per lane
-                        acc[ow] = acc.get(ow, 0) + int(ov)
-                k += 1
-    if not collect or not acc:
+        # the segments a gap overlaps are contiguous (the lane's segments tile it in order):
+        # from the first ending after g0 to the last starting before g1
+        first = np.searchsorted(e, gl[:, 0], side="right")
+        count = np.maximum(np.searchsorted(s, gl[:, 1], side="left") - first, 0)
+        if not count.sum():
+            continue
+        gi = np.repeat(np.arange(len(gl)), count)   # gap of each (gap, segment) pair, in gap order
+        k = first[gi] + np.arange(len(gi)) - np.repeat(np.cumsum(count) - count, count)
+        ov = np.minimum(e[k], gl[gi, 1]) - np.maximum(s[k], gl[gi, 0])
+        pos = ov > 0
+        k, gi, ov = k[pos], gi[pos], ov[pos]
+        ok = o[k]
+        sync = ok >= 0
+        sync[sync] = is_sync[ok[sync]]
+        np.add.at(drain, gl[gi[sync], 3], ov[sync])
+        if collect:
+            rest = ~sync
+            own_parts.append(np.where(ok[rest] >= 0, ok[rest], -1 - lane))   # untraced: one key per lane
+            ov_parts.append(ov[rest])
+    owners = np.concatenate(own_parts) if own_parts else np.empty(0, np.int64)
+    if not collect or not len(owners):
         return empty, drain
     top = _top_ancestor(a)
-    keys = np.array(list(acc), dtype=np.int64)
-    vals = np.array(list(acc.values()), dtype=np.int64)
+    # per owner, in order of first blame (as the sweep meets them)
+    sums = pd.Series(np.concatenate(ov_parts)).groupby(owners, sort=False).sum()
+    keys = sums.index.to_numpy(dtype=np.int64)
+    vals = sums.to_numpy(dtype=np.int64)
     real = keys >= 0
     kp = np.where(real, keys, 0)
     tp = top[kp]
