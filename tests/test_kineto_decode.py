@@ -312,3 +312,19 @@ def test_reading_the_table_decodes_once_and_leaves_the_frame(tmp_path: Path) -> 
     assert not t.args_pending and t.raw_args is None and t.events is ev and t.frame is ev
     assert "args" not in frame.columns and list(ev.columns).index("args") == t.args_at
     assert ev["args"].iloc[0] == _EVENTS[0]["args"]
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 4, 1000])
+def test_raw_args_decode_the_same_in_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+    """The whole column and the linking keys are decoded chunk by chunk; any chunk size
+    gives the values of one call over all events."""
+    from opgraph.ingest import event_args
+
+    p = _write(tmp_path, {"traceEvents": _EVENTS})
+    want = orjson.loads(p.read_bytes())["traceEvents"]
+    monkeypatch.setattr(event_args, "CHUNK_EVENTS", chunk)
+    fast_doc, fast, slow = _both(p)
+    raw = fast_doc["traceEvents"].args
+    assert isinstance(raw, RawArgs)
+    assert all(_same(u, e.get("args")) for u, e in zip(raw.decode(), want))
+    _assert_tables_equal(fast, slow)

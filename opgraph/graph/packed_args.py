@@ -55,7 +55,8 @@ def attach_raw_args(payload: dict[str, Any], raw: RawArgs, pos: int, path: str |
     (one orjson call) the first time ``graph["events"]`` is read. ``path``: the trace, named
     if decoding fails (the typed pass checked the text, so it should not)."""
     payload[JSON_ARGS_KEY] = (int(pos), raw.buf, raw.offsets)
-    payload["graph"] = LazyGraphAttrs(payload["graph"], lambda ev: with_args(ev, pos, raw.column(path)))
+    text = RawArgs(raw.buf, raw.offsets)   # the text alone: not the linking keys the table read from it
+    payload["graph"] = LazyGraphAttrs(payload["graph"], lambda ev: with_args(ev, pos, text.column(path)))
 
 
 def with_args(ev: pd.DataFrame, pos: int, col: np.ndarray) -> pd.DataFrame:
