@@ -52,7 +52,7 @@ def attach_raw_args(payload: dict[str, Any], raw: RawArgs, pos: int, path: str |
     """Put the raw ``args`` column of a table being built (its event table without the
     column, at ``pos``) into ``payload``, in place: under :data:`JSON_ARGS_KEY`, as it will
     be saved, and behind the graph attributes as a :class:`LazyGraphAttrs` that decodes it
-    (one orjson call) the first time ``graph["events"]`` is read. ``path``: the trace, named
+    (orjson, in chunks) the first time ``graph["events"]`` is read. ``path``: the trace, named
     if decoding fails (the typed pass checked the text, so it should not)."""
     payload[JSON_ARGS_KEY] = (int(pos), raw.buf, raw.offsets)
     text = RawArgs(raw.buf, raw.offsets)   # the text alone: not the linking keys the table read from it

@@ -10,7 +10,7 @@ typed records (one C pass, no per-event dict) and turns them into per-field list
 The typed pass is only a faster route to the same values. The canonical fields are
 decoded as JSON scalars and type-checked by the builder exactly as before. ``args`` stay
 raw JSON text: one buffer with offsets (:class:`~opgraph.ingest.event_args.RawArgs`),
-decoded later by orjson, only the rows a step reads, or all of them in one call when the
+decoded later by orjson, only the rows a step reads, or all of them (in chunks) when the
 column is read, so their values (unsigned 64-bit integers, larger integers as floats) and
 the nesting depth allowed are those of the general path. The text is kept raw only when
 orjson takes all of it, which msgspec's check of the JSON shape does not promise
@@ -25,6 +25,7 @@ errors. Without msgspec installed every file goes the general way.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Annotated, Any, Union
@@ -113,28 +114,36 @@ def columns_of_dicts(events: list[dict]) -> FieldColumns:
 #: Bytes mapped so that the numbers a double cannot hold show: digits to ``0``, ``E`` and
 #: ``+`` to ``e``. A JSON number overflows a double (orjson refuses it; msgspec's shape
 #: check does not) only with a positive exponent of three digits or more (``e000`` or
-#: ``ee000`` once mapped) or with 210 digits or more before its point (a run of 200 ``0``).
+#: ``ee000`` once mapped: :data:`_BIG_EXPONENT`) or with 210 digits or more before its
+#: point (a run of :data:`_LONG_RUN` ``0``).
 _NUMBER_SHAPES = bytes(ord("0") if 48 <= i <= 57 else ord("e") if i in (ord("E"), ord("+")) else i
                        for i in range(256))
-_HUGE_NUMBERS = (b"e000", b"0" * 200)
+_BIG_EXPONENT = re.compile(b"e000")
+_LONG_RUN = b"0" * 200
 
 
-def _rows_holding(raw: RawArgs, text: bytes, needle: bytes) -> list[int]:
-    """The events whose text (``text``: ``raw.buf`` or a same-length mapping of it) holds
-    ``needle``: one search per event found."""
-    out: list[int] = []
-    start = text.find(needle)
-    while start >= 0:
-        row = int(np.searchsorted(raw.offsets, start, side="right")) - 1
-        out.append(row)
-        start = text.find(needle, int(raw.offsets[row + 1]))
-    return out
+def _rows_to_check(raw: RawArgs) -> np.ndarray:
+    """The events whose text orjson might refuse though msgspec's shape check took it:
+    bytes beyond ASCII (UTF-8 that may be invalid) and numbers that may not fit a double
+    (events holding such a shape anywhere, in strings too: a superset)."""
+    shapes = raw.buf.translate(_NUMBER_SHAPES)
+    pos = [np.fromiter((m.start() for m in _BIG_EXPONENT.finditer(shapes)), dtype=np.int64)]
+    run: list[int] = []
+    at = shapes.find(_LONG_RUN)
+    while at >= 0:
+        run.append(at)
+        at = shapes.find(_LONG_RUN, at + len(_LONG_RUN))
+    pos.append(np.asarray(run, dtype=np.int64))
+    if not raw.buf.isascii():
+        pos.append(np.flatnonzero(np.frombuffer(raw.buf, dtype=np.uint8) >= 0x80))
+    return np.unique(np.searchsorted(raw.offsets, np.concatenate(pos), side="right") - 1)
 
 
 def args_column(texts: list, depth_bound: int) -> list | RawArgs:
     """The args column of the typed pass from each event's raw JSON text (``texts``):
     :class:`~opgraph.ingest.event_args.RawArgs` when it can stay raw, else the values
-    decoded now by orjson in one call, exactly as the general path decodes them: when an
+    decoded now by orjson (:meth:`~opgraph.ingest.event_args.RawArgs.decode`), exactly as
+    the general path decodes them: when an
     args is not an object or null (the builder words that error) or the file nests deeper
     than the saved-graph bound (``depth_bound``: its bracket count; the deep part is cut
     from decoded values). Kept raw, the text must be what orjson takes: msgspec checked
@@ -144,15 +153,9 @@ def args_column(texts: list, depth_bound: int) -> list | RawArgs:
     raw = RawArgs.of_texts(texts)
     if depth_bound > ARGS_MAX_DEPTH + 1 or not np.isin(raw.first_bytes(), (ord("{"), ord("n"))).all():
         return raw.decode()
-    rows: list[int] = []
-    if not raw.buf.isascii():
-        high = np.flatnonzero(np.frombuffer(raw.buf, dtype=np.uint8) >= 0x80)
-        rows += np.unique(np.searchsorted(raw.offsets, high, side="right") - 1).tolist()
-    shapes = raw.buf.translate(_NUMBER_SHAPES)
-    for needle in _HUGE_NUMBERS:
-        rows += _rows_holding(raw, shapes, needle)
-    if rows:
-        raw.rows(np.unique(np.asarray(rows, dtype=np.int64)))
+    rows = _rows_to_check(raw)
+    if len(rows):
+        raw.rows(rows)
     return raw
 
 
