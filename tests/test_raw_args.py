@@ -170,7 +170,7 @@ def test_a_job_of_raw_ranks_merges_whole_tables(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     tg = load_gpickle(job, model=True)
     ev = tg.graph["events"]
-    want = sum((_general_args(f) for f in sorted(files, key=lambda f: f.name)), [])
+    want = [a for f in files for a in _general_args(f)]
     assert sorted(map(repr, ev["args"].tolist())) == sorted(map(repr, want))
 
 
@@ -207,6 +207,12 @@ def _texts(buf: bytes, offsets: np.ndarray) -> list[bytes]:
     return [buf[s:e - 1] for s, e in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
 
 
+def _first_replaced(buf: bytes, offsets: np.ndarray, first: bytes) -> tuple[bytes, np.ndarray]:
+    """The column's text and offsets with the first event's text replaced by ``first``."""
+    texts = [first] + _texts(buf, offsets)[1:]
+    return b",".join(texts) + b",", RawArgs.of_texts(texts).offsets
+
+
 BAD = {
     "not bytes": (lambda pos, buf, off: (pos, buf.decode(), off), "not (position, JSON text, offsets", "load"),
     "offsets not int64": (lambda pos, buf, off: (pos, buf, off.astype(np.int32)), "not (position, JSON text",
@@ -216,10 +222,9 @@ BAD = {
     "offsets off the text": (lambda pos, buf, off: (pos, buf, off + 1), "offsets do not fit", "read"),
     "not JSON": (lambda pos, buf, off: (pos, b"{x," + buf[3:], off), "not JSON", "read"),
     "text past the offsets": (lambda pos, buf, off: (pos, buf + b"{},", off), "offsets do not fit", "read"),
-    "two values in one slot": (lambda pos, buf, off: (lambda t: (pos, b",".join(t) + b",", RawArgs.of_texts(t).offsets))(
-        [b"{},{}"] + _texts(buf, off)[1:]), "not one value per event", "read"),
-    "nested too deep": (lambda pos, buf, off: (lambda t: (pos, b",".join(t) + b",", RawArgs.of_texts(t).offsets))(
-        [_deep(400)] + _texts(buf, off)[1:]), "deep", "read"),
+    "two values in one slot": (lambda pos, buf, off: (pos, *_first_replaced(buf, off, b"{},{}")),
+                               "not one value per event", "read"),
+    "nested too deep": (lambda pos, buf, off: (pos, *_first_replaced(buf, off, _deep(400))), "deep", "read"),
 }
 
 

@@ -16,10 +16,11 @@ Both answer the same two questions: :meth:`rows` (the args of some rows) and
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from functools import lru_cache
-from operator import attrgetter, is_
 from itertools import repeat
-from typing import Any, Iterator
+from operator import attrgetter, is_
+from typing import Any
 
 import numpy as np
 import orjson
@@ -84,8 +85,9 @@ def _keys_decoder() -> tuple[Any, Any, dict[str, str]]:
     float, a larger integer, a list or object) fails the decode, and the keys are then read
     from the decoded args instead. A key missing from an event defaults to -1, or to
     ``_ABSENT`` for a key with another spelling (so that the other one can be read)."""
-    import msgspec
     from typing import Annotated, Union
+
+    import msgspec
 
     scalar = Union[bool, Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)], str, None]
     spellings = [(k, alt is not None) for k, alt in LINK_KEYS.items()] + [(a, False) for a in LINK_KEYS.values() if a]
@@ -109,7 +111,7 @@ class RawArgs:
         self._keys: np.ndarray | DictArgs | None = None
 
     @classmethod
-    def of_texts(cls, texts: list) -> "RawArgs":
+    def of_texts(cls, texts: list) -> RawArgs:
         """The column of ``texts``: each event's raw JSON text (bytes-like), in event order."""
         lens = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
         offsets = np.zeros(len(texts) + 1, dtype=np.int64)
@@ -178,7 +180,7 @@ class RawArgs:
                                            count=int(absent.sum()))
         return vals.tolist()
 
-    def _link_records(self) -> "np.ndarray | DictArgs":
+    def _link_records(self) -> np.ndarray | DictArgs:
         """The link-key records of every event (object array), or the decoded args when a
         key holds a value the typed decode does not take (read from them instead)."""
         if self._keys is None:
