@@ -1,7 +1,8 @@
 """The typed one-pass Kineto decoder (opgraph/ingest/kineto_decode.py) gives exactly the
 event table of the general path (orjson dicts), on every real trace and synthesized
-scenario; what it does not take falls back to the general path with the same answers and
-the same one-line errors."""
+scenario, its args kept as raw JSON text and decoded on demand (a subset of rows, the
+linking keys, the whole column) to the general path's values; what it does not take falls
+back to the general path with the same answers and the same one-line errors."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from conftest import KINETO_FILES, SYNTH_TRACES, TRACES, kineto_params
 
 from opgraph.errors import OpgraphInputError
 from opgraph.ingest import parse_trace_doc, read_trace, read_trace_doc
+from opgraph.ingest.event_args import LINK_KEYS, DictArgs, RawArgs
 from opgraph.ingest.kineto import parse_json
 from opgraph.ingest.kineto_decode import FieldColumns, decode_kineto
 from opgraph.ingest.source import read_source
@@ -62,7 +64,24 @@ def _both(path: Path):
     slow_doc = parse_json(src)
     fast = read_trace_doc(src, fast_doc)
     slow = read_trace_doc(src, slow_doc)
+    if fast.args_pending:   # raw args read on demand: some rows, the linking keys, as the general path's
+        _assert_raw_args_read_as_dicts(fast.event_args(), slow.event_args())
     return fast_doc, fast, slow
+
+
+def _assert_raw_args_read_as_dicts(raw: RawArgs, dicts: DictArgs) -> None:
+    """Rows and linking keys read from the raw text equal those read from the decoded args
+    (values and types), for every event and for a scattered subset."""
+    n = len(dicts)
+    assert len(raw) == n
+    every = np.arange(n)
+    some = every[::7][::-1].copy()   # out of order, every seventh
+    for idx in (every, some):
+        want, got = dicts.rows(idx), raw.rows(idx)
+        assert len(got) == len(want) and all(_same(u, v) for u, v in zip(got, want))
+        for key in LINK_KEYS:
+            want, got = dicts.key_values(key, idx), raw.key_values(key, idx)
+            assert all(_same(u, v) for u, v in zip(got, want)), key
 
 
 @pytest.mark.real_traces
@@ -77,7 +96,9 @@ def test_typed_decoder_equals_general_path_on_real_traces(path: Path) -> None:
     assert isinstance(fast_doc["traceEvents"], FieldColumns), "the typed pass should take every real Kineto trace"
     assert {k: v for k, v in fast_doc.items() if k != "traceEvents"} == \
         {k: v for k, v in slow_doc.items() if k != "traceEvents"}
-    _assert_tables_equal(fast, slow)
+    assert fast.args_pending and "args" not in fast.frame.columns, "real traces keep their args raw"
+    _assert_tables_equal(fast, slow)   # .events decodes the whole raw column: the general path's values
+    assert not fast.args_pending
 
 
 @pytest.mark.parametrize("path", SYNTH_TRACES, ids=[p.name for p in SYNTH_TRACES])
@@ -216,3 +237,94 @@ def test_without_msgspec_files_go_the_general_way(tmp_path: Path, monkeypatch: p
     finally:
         kineto_decode._decoders.cache_clear()
     _assert_tables_equal(got, want)
+
+
+def _one_event(args: bytes) -> bytes:
+    return (b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1, '
+            b'"args": {"External id": 1}}, {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 3, '
+            b'"dur": 1, "args": ' + args + b"}]}")
+
+
+@pytest.mark.parametrize("args", [
+    '{"x": "0x7f1e4000", "y": 1e-400, "z": "\u00b5s \u2192 \U0001F600", "w": 1.5e300}',   # look odd, orjson takes them
+    '{"correlation": 1.5, "External id": true, "device": "0", "stream": null, "stream_id": 3}',   # keys not int64
+    '{"correlation": 18446744073709551615, "stream": 1180591620717411303424}',   # beyond int64
+    '{"Sequence number": [1, 2], "Fwd thread id": {"a": 1}, "correlation": 1e5}',   # containers, floats as keys
+    '{"External id": 5, "external id": 6, "stream": 2, "stream_id": 3, "correlation": 1, "correlation": 2}',
+    '{"external id": 6, "stream_id": 3, "Ex\\u0074ernal id": 9}',   # other spellings, an escaped key
+    'null', '{}',
+])
+def test_raw_args_read_as_the_general_path(tmp_path: Path, args: str) -> None:
+    """Args that look odd to the checks but that orjson takes stay raw, and read (rows,
+    linking keys, the whole column) exactly as the general path decodes them; linking keys
+    the typed key decode does not take are read from the decoded args."""
+    p = _write(tmp_path, _one_event(args.encode()))
+    fast_doc, fast, slow = _both(p)
+    assert isinstance(fast_doc["traceEvents"].args, RawArgs)
+    _assert_tables_equal(fast, slow)
+
+
+@pytest.mark.parametrize("args, needle", [
+    (b'{"x": 1e400}', "infinity"), (b'{"x": 1E+400}', "infinity"), (b'{"x": ' + b"9" * 400 + b"}", "infinity"),
+    (b'{"x": ' + b"9" * 250 + b"e99}", "infinity"), (b'{"x": "\xff"}', "UTF-8"), (b'{"x": "\xed\xa0\x80"}', "UTF-8"),
+])
+def test_args_orjson_refuses_take_the_general_path(tmp_path: Path, args: bytes, needle: str) -> None:
+    """Text msgspec's shape check takes but orjson does not (numbers beyond a double, bad
+    UTF-8): the typed pass steps aside and the general path's one-line error stands, at read
+    time (never later, when the args are decoded)."""
+    body = _one_event(args)
+    assert decode_kineto(body) is None
+    p = _write(tmp_path, body)
+    with pytest.raises(OpgraphInputError) as e:
+        read_trace(p)
+    with pytest.raises(OpgraphInputError) as g:
+        parse_json(read_source(p))
+    assert str(e.value) == str(g.value) and needle in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("args", [b"3", b"[1]", b'"s"', b"true"])
+def test_args_that_are_not_objects_are_decoded_at_once(tmp_path: Path, args: bytes) -> None:
+    """An args that is not an object (or null) is decoded by the typed pass as before, and
+    the builder words the error."""
+    doc = decode_kineto(_one_event(args))
+    assert doc is not None and isinstance(doc["traceEvents"].args, list)
+    p = _write(tmp_path, _one_event(args))
+    with pytest.raises(OpgraphInputError, match="event 1: 'args' has the wrong type"):
+        read_trace(p)
+
+
+def test_args_nested_past_the_bound_are_decoded_at_once(tmp_path: Path) -> None:
+    """A file nesting deeper than a saved graph holds gets its args decoded (and cut) at
+    read time, as before; shallower files keep them raw."""
+    deep = b'{"a":' * 40 + b"1" + b"}" * 40
+    assert isinstance(decode_kineto(_one_event(b'{"d": ' + deep + b"}"))["traceEvents"].args, list)
+    assert isinstance(decode_kineto(_one_event(b'{"d": [[[1]]]}'))["traceEvents"].args, RawArgs)
+
+
+def test_reading_the_table_decodes_once_and_leaves_the_frame(tmp_path: Path) -> None:
+    """``EventTable.events`` puts the decoded column in place of the raw text; the frame
+    read before (shared by a graph being built) is left without it."""
+    p = _write(tmp_path, {"traceEvents": _EVENTS})
+    t = read_trace(p)
+    assert t.args_pending and t.raw_args is not None
+    frame = t.frame
+    ev = t.events
+    assert not t.args_pending and t.raw_args is None and t.events is ev and t.frame is ev
+    assert "args" not in frame.columns and list(ev.columns).index("args") == t.args_at
+    assert ev["args"].iloc[0] == _EVENTS[0]["args"]
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 4, 1000])
+def test_raw_args_decode_the_same_in_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+    """The whole column and the linking keys are decoded chunk by chunk; any chunk size
+    gives the values of one call over all events."""
+    from opgraph.ingest import event_args
+
+    p = _write(tmp_path, {"traceEvents": _EVENTS})
+    want = orjson.loads(p.read_bytes())["traceEvents"]
+    monkeypatch.setattr(event_args, "CHUNK_EVENTS", chunk)
+    fast_doc, fast, slow = _both(p)
+    raw = fast_doc["traceEvents"].args
+    assert isinstance(raw, RawArgs)
+    assert all(_same(u, e.get("args")) for u, e in zip(raw.decode(), want))
+    _assert_tables_equal(fast, slow)

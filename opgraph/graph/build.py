@@ -26,7 +26,6 @@ from typing import Any, Callable
 
 import networkx as nx
 import numpy as np
-import pandas as pd
 
 from opgraph.gc_pause import gc_paused
 from opgraph.version import GRAPH_SCHEMA_VERSION, __version__
@@ -37,11 +36,13 @@ from opgraph.graph.event_columns import EventColumns
 from opgraph.graph.flows import link_flows
 from opgraph.graph.linking import LAUNCH_API_RE, PRE_TRACE_NS, Edges, StreamIndex, link_launches
 from opgraph.graph.nesting import nest_sweep, sibling_pairs
+from opgraph.graph.packed_args import attach_raw_args
 from opgraph.graph.stream_joins import JOIN_MAX_GAP_NS, JOIN_MIN_DELAY_NS, infer_stream_joins
 from opgraph.graph.streams import infer_stream_waits, infer_wait_calls
 from opgraph.graph.summary import edge_kind_counts, graph_summary, node_kind_counts
 from opgraph.graph.syncs import SYNC_TOLERANCE_NS, blocking_call_modes, link_syncs, pageable_dtoh
 from opgraph.graph.threads import fwdbwd_by_sequence, infer_handoffs
+from opgraph.ingest.event_args import ArgsColumn
 from opgraph.ingest.table import (
     DEVICE_ACTIVITY_KINDS, DEVICE_KINDS, HOST_KINDS, NONE_ID, EventTable, HealthItem,
 )
@@ -96,7 +97,8 @@ def build_payload(table: EventTable, step: Step = _noop) -> dict[str, Any]:
     if "graph_replay" not in table.meta:  # graph replays -> the ops that captured them (graph/replay.py)
         from opgraph.graph.replay import attach_captures
         attach_captures(table)
-    ev = table.events
+    ev = table.frame   # without args while they are raw JSON text (read by rows: table.event_args())
+    args = table.event_args()
     health: list[HealthItem] = list(table.health)
 
     def warn(code: str, count: int, example: int | None, message: str) -> None:
@@ -196,7 +198,7 @@ def build_payload(table: EventTable, step: Step = _noop) -> dict[str, Any]:
     sidx_launch = np.where(launcher[act] >= 0, launch_ts[act], PRE_TRACE_NS)
     sidx = StreamIndex(eid[act], dkey[act], ts[act], end[act], sidx_launch, launcher_pid[act], launcher[act])
     blocking_rt = set(launch.src[pageable_dtoh(names[launch.dst])].tolist())
-    sync_e, wait_e = link_syncs(ev, kind, eid, ts, end, corr, device, stream, names, is_rt, sidx, warn,
+    sync_e, wait_e = link_syncs(args, kind, eid, ts, end, corr, device, stream, names, is_rt, sidx, warn,
                                 blocking_rt)
     edges["sync"].append(sync_e)
     edges["event_wait"].append(wait_e)
@@ -231,7 +233,7 @@ def build_payload(table: EventTable, step: Step = _noop) -> dict[str, Any]:
 
     # --- cross-thread dependencies (opgraph/graph/threads.py) ---
     step("threads")
-    _link_threads(ev, edges, eid, h, lane, pid_codes, ts, end, nr.parent, names, warn)
+    _link_threads(args, edges, eid, h, lane, pid_codes, ts, end, nr.parent, names, warn)
 
     # --- assemble ---
     step("graph")
@@ -257,17 +259,21 @@ def build_payload(table: EventTable, step: Step = _noop) -> dict[str, Any]:
         "health": [hi.to_dict() for hi in health],
         "events": ev,
     })
+    if table.raw_args is not None:   # kept as raw JSON text: decoded when graph["events"] is read
+        attach_raw_args(payload, table.raw_args, table.args_at, meta.get("file"))
     return payload
 
 
-def _link_threads(ev: pd.DataFrame, edges: dict[str, list[Edges]], eid: np.ndarray, h: np.ndarray,
+def _link_threads(args: ArgsColumn, edges: dict[str, list[Edges]], eid: np.ndarray, h: np.ndarray,
                   lane: np.ndarray, pid_codes: np.ndarray, ts: np.ndarray, end: np.ndarray, parent: np.ndarray,
                   names: np.ndarray, warn: Callable[..., None]) -> None:
     """Add the inferred cross-thread edges of :mod:`opgraph.graph.threads` (host events
-    ``h``, their nest ``parent`` positions within ``h``) to ``edges``, with health counts."""
+    ``h``, their nest ``parent`` positions within ``h``; ``args``: the events' args, whose
+    ``Sequence number`` / ``Fwd thread id`` are read) to ``edges``, with health counts."""
     has_fwdbwd = any(len(e) and "cat" in e.attrs and (e.attrs["cat"] == "fwdbwd").any() for e in edges["flow"])
     if not has_fwdbwd and len(h):
-        fb = fwdbwd_by_sequence(eid[h], lane[h], ts[h], end[h], ev["args"].to_numpy(dtype=object)[h])
+        fb = fwdbwd_by_sequence(eid[h], lane[h], ts[h], end[h], args.key_values("Sequence number", h),
+                                args.key_values("Fwd thread id", h))
         if len(fb):
             edges["flow"].append(fb)
             warn("fwdbwd_inferred", len(fb), int(fb.dst[0]),

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from opgraph.graph.arrays import GraphArrays, key_positions
-from opgraph.graph.packed_args import ARGS_KEY, LazyGraphAttrs, unpack_args
+from opgraph.graph.packed_args import LazyGraphAttrs, unpacker
 from opgraph.graph.payload import PICKLE_MAGIC, graph_to_payload, payload_to_digraph
 
 
@@ -31,8 +31,9 @@ class TraceGraph:
     graph : dict
         The graph attributes, as ``DiGraph.graph`` holds them: ``events`` (the canonical
         event table, args included), ``source``, ``trace_metadata``, ``span_ns`` (ns), ...
-        Loaded from a ``.gpickle``, the table's ``args`` stay packed until ``events`` is
-        first read (:class:`~opgraph.graph.packed_args.LazyGraphAttrs`).
+        Loaded from a ``.gpickle``, or built from a Kineto trace whose args the typed pass
+        kept as raw JSON text, the table's ``args`` stay packed until ``events`` is first
+        read (:class:`~opgraph.graph.packed_args.LazyGraphAttrs`).
     payload : dict
         The column payload (:mod:`opgraph.graph.payload`): node ids, node columns
         (``ts``/``dur`` int64 ns; ``kind``/``name``/``pid``/``tid`` as (distinct values,
@@ -51,10 +52,11 @@ class TraceGraph:
         came from (:mod:`opgraph.graph.packed_args`), named if unpacking it fails."""
         if not isinstance(payload, dict) or payload.get("magic") != PICKLE_MAGIC:
             raise ValueError("not an opgraph column payload")
-        if ARGS_KEY in payload and not isinstance(payload["graph"], LazyGraphAttrs):
-            packed = payload[ARGS_KEY]
+        if not isinstance(payload["graph"], LazyGraphAttrs):
             path, size = args_source if args_source is not None else ("<graph>", None)
-            payload["graph"] = LazyGraphAttrs(payload["graph"], lambda ev: unpack_args(ev, packed, path, size))
+            unpack = unpacker(payload, path, size)
+            if unpack is not None:
+                payload["graph"] = LazyGraphAttrs(payload["graph"], unpack)
         self.payload = payload
         self.graph: dict[str, Any] = payload["graph"]
         self._nx: nx.DiGraph | None = None

@@ -3,14 +3,22 @@
 A 1M-event trace has 1M ``args`` dicts. Unpickling them and checking their bounds was most
 of what loading a saved graph cost, yet the analyses that work on the columns (idle, the
 critical path, launch statistics, queue lengths, overlap, iterations, summary, overheads)
-never read them. So a ``.gpickle`` holds the column as one pickled buffer beside an event
-table without it (:func:`pack_args`), and a graph loaded in column form keeps the buffer
-until something reads ``graph["events"]`` (:class:`LazyGraphAttrs`): then it is unpickled
-by the safe unpickler, bounded like every loaded attribute, and put back in its place.
-Values are pickled, so they come back exactly (any Python value the table held).
+never read them. So a ``.gpickle`` holds the column apart from an event table without it,
+in one of two forms:
 
-A plain unpickler, or a load as ``networkx``, unpacks at once (:func:`unpack_payload`), so
-those readers see the table as it was saved.
+* :data:`JSON_ARGS_KEY`: the raw JSON text of every event's args, as the trace wrote it
+  (one buffer with offsets, :class:`~opgraph.ingest.event_args.RawArgs`): what a build from
+  a Kineto trace read by the typed pass keeps from decode to the saved file
+  (:func:`attach_raw_args`), never decoding the column unless a step reads it;
+* :data:`ARGS_KEY`: the column as one pickled buffer (:func:`pack_args`), for every other
+  graph (other formats, a graph whose table was read or edited, graphs saved before the
+  JSON form); values come back exactly (any Python value the table held).
+
+A graph loaded in column form keeps the packed column until something reads
+``graph["events"]`` (:class:`LazyGraphAttrs`): then it is decoded (orjson, exactly as the
+trace's JSON decodes) or unpickled by the safe unpickler, bounded like every loaded
+attribute, and put back in its place. A plain unpickler, or a load as ``networkx``,
+unpacks at once (:func:`unpack_payload`), so those readers see the table as it was saved.
 """
 
 from __future__ import annotations
@@ -20,28 +28,56 @@ import pickle
 from typing import Any, Callable
 
 import numpy as np
+import orjson
 import pandas as pd
 
 from opgraph.errors import OpgraphInputError
 from opgraph.gc_pause import gc_paused
-from opgraph.graph.attr_bounds import BoundsBudget
+from opgraph.graph.attr_bounds import MAX_ATTR_DEPTH, BoundsBudget
 from opgraph.graph.unpickler import SafeUnpickler, allocation_cap
+from opgraph.ingest.depth_limit import raw_max_depth
+from opgraph.ingest.event_args import RawArgs
 
-#: The payload key of the packed column: ``(column position, pickled object array)``.
+#: The payload key of the pickled column: ``(column position, pickled object array)``.
 ARGS_KEY = "events_args"
+#: The payload key of the column as raw JSON text: ``(column position, text, offsets)``,
+#: the ``buf`` and ``offsets`` of :class:`~opgraph.ingest.event_args.RawArgs` (bytes; int64,
+#: one more than the events).
+JSON_ARGS_KEY = "events_args_json"
+#: Both packed forms.
+PACKED_KEYS = (ARGS_KEY, JSON_ARGS_KEY)
+
+
+def attach_raw_args(payload: dict[str, Any], raw: RawArgs, pos: int, path: str | None) -> None:
+    """Put the raw ``args`` column of a table being built (its event table without the
+    column, at ``pos``) into ``payload``, in place: under :data:`JSON_ARGS_KEY`, as it will
+    be saved, and behind the graph attributes as a :class:`LazyGraphAttrs` that decodes it
+    (orjson, in chunks) the first time ``graph["events"]`` is read. ``path``: the trace, named
+    if decoding fails (the typed pass checked the text, so it should not)."""
+    payload[JSON_ARGS_KEY] = (int(pos), raw.buf, raw.offsets)
+    text = RawArgs(raw.buf, raw.offsets)   # the text alone: not the linking keys the table read from it
+    payload["graph"] = LazyGraphAttrs(payload["graph"], lambda ev: with_args(ev, pos, text.column(path)))
+
+
+def with_args(ev: pd.DataFrame, pos: int, col: np.ndarray) -> pd.DataFrame:
+    """A shallow copy of the event table ``ev`` with the ``args`` column ``col`` at ``pos``."""
+    out = ev.copy(deep=False)
+    out.insert(pos, "args", col)
+    return out
 
 
 def pack_args(payload: dict[str, Any]) -> dict[str, Any]:
     """``payload`` as it is saved: the event table without ``args`` and the column as one
-    pickled buffer under :data:`ARGS_KEY`. A payload already packed, or whose table has no
-    ``args`` column, is returned as it is (a graph loaded lazily is saved again without
-    ever unpacking its args)."""
+    pickled buffer under :data:`ARGS_KEY`. A payload whose column is still packed, in
+    either form (a graph loaded lazily, or built from raw JSON args, that nothing has
+    read), is saved as it is, without ever unpacking its args; so is one whose table has
+    no ``args`` column."""
     graph = payload.get("graph")
     if not isinstance(graph, dict):
         return payload
-    if ARGS_KEY in payload and isinstance(graph, LazyGraphAttrs) and graph.args_pending:
+    if any(k in payload for k in PACKED_KEYS) and isinstance(graph, LazyGraphAttrs) and graph.args_pending:
         out = dict(payload)
-        out["graph"] = graph.raw()   # as loaded: the table without args, the column still packed
+        out["graph"] = graph.raw()   # as loaded or built: the table without args, the column still packed
         return out
     ev = dict.get(graph, "events")
     if not isinstance(ev, pd.DataFrame) or "args" not in ev.columns:
@@ -50,7 +86,7 @@ def pack_args(payload: dict[str, Any]) -> dict[str, Any]:
     blob = pickle.dumps(ev["args"].to_numpy(dtype=object), protocol=5)
     packed_graph = dict(graph.items()) if not isinstance(graph, LazyGraphAttrs) else graph.raw()
     packed_graph["events"] = ev.drop(columns=["args"])
-    out = {k: v for k, v in payload.items() if k != ARGS_KEY}
+    out = {k: v for k, v in payload.items() if k not in PACKED_KEYS}
     out["graph"] = packed_graph
     out[ARGS_KEY] = (pos, blob)
     return out
@@ -65,6 +101,62 @@ def check_packed(packed: Any, ev: pd.DataFrame, path: str) -> None:
         raise OpgraphInputError(path, "corrupt graph columns: the packed event args are not (position, bytes)")
     if "args" in ev.columns:
         raise OpgraphInputError(path, "corrupt graph columns: event args both packed and in the table")
+
+
+def check_json_packed(packed: Any, ev: pd.DataFrame, path: str) -> None:
+    """The raw JSON column's shape (a position within the table, bytes, int64 offsets one
+    more than the events), or one line naming ``path``; its text is checked when decoded."""
+    ok = (type(packed) is tuple and len(packed) == 3 and type(packed[0]) is int
+          and 0 <= packed[0] <= len(ev.columns) and type(packed[1]) is bytes and type(packed[2]) is np.ndarray
+          and packed[2].dtype == np.int64 and packed[2].ndim == 1 and len(packed[2]) == len(ev) + 1)
+    if not ok:
+        raise OpgraphInputError(path, "corrupt graph columns: the packed event args are not (position, JSON text, "
+                                      f"offsets for {len(ev)} events)")
+    if "args" in ev.columns:
+        raise OpgraphInputError(path, "corrupt graph columns: event args both packed and in the table")
+
+
+def unpack_json_args(ev: pd.DataFrame, packed: Any, path: str, file_size: int | None = None) -> pd.DataFrame:
+    """The event table ``ev`` with its raw JSON ``args`` column decoded and put back (one
+    orjson call, nested as in a trace: the values a build from the trace decodes). The
+    offsets must fit the text (each event's text ends with a comma), the text must be JSON
+    with one value per event, and the values are bounded as any loaded attribute (a
+    bracket count on the text skips the walk when nothing can nest too deep; JSON text
+    cannot hold shared references). Bad contents raise
+    :class:`~opgraph.errors.OpgraphInputError` naming ``path``."""
+    check_json_packed(packed, ev, path)
+    pos, buf, offsets = packed
+    n = len(ev)
+    text = np.frombuffer(buf, dtype=np.uint8)
+    fits = (int(offsets[0]) == 0 and int(offsets[-1]) == len(buf) and bool((np.diff(offsets) >= 2).all())
+            and bool((text[offsets[1:] - 1] == ord(",")).all()))
+    if not fits:
+        raise OpgraphInputError(path, "corrupt graph columns: the packed event args' offsets do not fit their text")
+    try:
+        vals = RawArgs(buf, offsets).decode()
+    except orjson.JSONDecodeError as e:
+        raise OpgraphInputError(path, f"corrupt graph columns: the packed event args are not JSON ({e})") from None
+    if type(vals) is not list or len(vals) != n:
+        raise OpgraphInputError(path, f"corrupt graph columns: the packed event args are not one value per event "
+                                      f"({n} events)")
+    if raw_max_depth(buf) > MAX_ATTR_DEPTH:
+        BoundsBudget(int(file_size) if file_size is not None else len(buf), track=False).column(
+            path, "event args", list(range(n)), vals)
+    return with_args(ev, pos, np.fromiter(vals, dtype=object, count=n))
+
+
+def unpacker(payload: dict[str, Any], path: str, file_size: int | None = None
+             ) -> Callable[[pd.DataFrame], pd.DataFrame] | None:
+    """What puts the packed ``args`` column of ``payload`` (a saved graph's, read from
+    ``path`` of ``file_size`` bytes) back into its event table, or None when nothing is
+    packed."""
+    if JSON_ARGS_KEY in payload:
+        packed = payload[JSON_ARGS_KEY]
+        return lambda ev: unpack_json_args(ev, packed, path, file_size)
+    if ARGS_KEY in payload:
+        packed = payload[ARGS_KEY]
+        return lambda ev: unpack_args(ev, packed, path, file_size)
+    return None
 
 
 def unpack_args(ev: pd.DataFrame, packed: Any, path: str, file_size: int | None = None) -> pd.DataFrame:
@@ -86,24 +178,30 @@ def unpack_args(ev: pd.DataFrame, packed: Any, path: str, file_size: int | None 
                                       f"({len(ev)} events)")
     vals = arr.tolist()
     BoundsBudget(size, track=False).column(path, "event args", list(range(len(vals))), vals)
-    out = ev.copy(deep=False)
-    out.insert(pos, "args", arr)
-    return out
+    return with_args(ev, pos, arr)
 
 
 def unpack_payload(payload: dict[str, Any], path: str = "<pickle>") -> dict[str, Any]:
-    """``payload`` with a packed args column put back into its event table (a payload with
-    nothing packed is returned as it is). Runs inside unpickling: bad contents raise
-    ValueError, which the loader words as a corrupt pickle of its file."""
-    if ARGS_KEY not in payload:
+    """``payload`` with a packed args column (either form) put back into its event table (a
+    payload with nothing packed is returned as it is). Runs inside unpickling: bad contents
+    raise ValueError, which the loader words as a corrupt pickle of its file. Also used on
+    a payload built in this process (a graph built from raw JSON args), whose
+    :class:`LazyGraphAttrs` decodes its own column."""
+    keys = [k for k in PACKED_KEYS if k in payload]
+    if not keys:
         return payload
     graph = payload.get("graph")
+    if len(keys) > 1:
+        raise ValueError("event args packed twice")
     if not isinstance(graph, dict) or not isinstance(dict.get(graph, "events"), pd.DataFrame):
         raise ValueError("packed event args without an event table")
-    out = {k: v for k, v in payload.items() if k != ARGS_KEY}
+    out = {k: v for k, v in payload.items() if k not in PACKED_KEYS}
+    if isinstance(graph, LazyGraphAttrs):
+        out["graph"] = graph.copy()
+        return out
     g = dict(graph.items())
     try:
-        g["events"] = unpack_args(dict.get(graph, "events"), payload[ARGS_KEY], path)
+        g["events"] = unpacker(payload, path)(dict.get(graph, "events"))  # type: ignore[misc]
     except OpgraphInputError as e:   # inside an unpickler, which names the file itself
         raise ValueError((f"event {e.event_index}: " if e.event_index is not None else "") + e.problem) from None
     out["graph"] = g
@@ -196,4 +294,5 @@ class LazyGraphAttrs(dict):
         return dict, (dict(dict.items(self)),)
 
 
-__all__ = ["ARGS_KEY", "LazyGraphAttrs", "check_packed", "pack_args", "unpack_args", "unpack_payload"]
+__all__ = ["ARGS_KEY", "JSON_ARGS_KEY", "PACKED_KEYS", "LazyGraphAttrs", "attach_raw_args", "check_json_packed",
+           "check_packed", "pack_args", "unpack_args", "unpack_json_args", "unpacker", "unpack_payload", "with_args"]

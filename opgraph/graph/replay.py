@@ -124,7 +124,7 @@ def captured_graphs(table: EventTable, source: str | None = None) -> list[Captur
     source : str, optional
         The file to name in the result (default: the table's own file).
     """
-    ev = table.events
+    ev = table.frame
     src = source if source is not None else str(table.meta.get("file") or "")
     if not len(ev):
         return []
@@ -140,7 +140,7 @@ def captured_graphs(table: EventTable, source: str | None = None) -> list[Captur
     end = ts + dur
     lanes = thread_lanes(ev["pid"], ev["tid"])  # one integer per (pid, tid)
     corr = ev["correlation"].to_numpy(np.int64)
-    args = ev["args"].to_numpy(dtype=object)
+    args = table.event_args()
     # launch calls whose activity ran were not captured
     act = np.isin(kind, ("kernel", "memcpy", "memset"))
     launches = rt[names_where(names[rt], CAPTURED_LAUNCH_RE.match)]
@@ -176,9 +176,8 @@ def captured_graphs(table: EventTable, source: str | None = None) -> list[Captur
         g = CapturedGraph(src, w0, w1, label)
         encl = _enclosing(hr, pd.DataFrame({"ts": ts[sel], "end": end[sel]}))
         hpos = hr["pos"].to_numpy(np.int64)
-        for i, rows in zip(sel.tolist(), encl):
-            a = args[i] if isinstance(args[i], dict) else {}
-            kn = a.get("kernel")
+        for i, rows, a in zip(sel.tolist(), encl, args.rows(sel)):
+            kn = a.get("kernel") if isinstance(a, dict) else None
             g.kinds.append(_api_kind(str(names[i])))
             g.names.append(kn.strip() if isinstance(kn, str) and kn.strip() else None)
             ps = hpos[rows] if rows else np.empty(0, np.int64)
@@ -192,7 +191,7 @@ def captured_graphs(table: EventTable, source: str | None = None) -> list[Captur
 def _replays(table: EventTable) -> list[tuple[int, np.ndarray]]:
     """Each graph-launch call (position) and the positions of its device activities, in
     start order."""
-    ev = table.events
+    ev = table.frame
     kind = ev["kind"].to_numpy(dtype=object)
     names = ev["name"].to_numpy(dtype=object)
     rt = np.flatnonzero(kind == "runtime")
@@ -250,7 +249,7 @@ def attribute_replays(table: EventTable, graphs: list[CapturedGraph],
         annotations) and ``map`` (columns ``eid``, ``chain``, ``annotation``, ``capture``,
         ``node``, ``evidence``; ``annotation`` is -1 when none).
     """
-    ev = table.events
+    ev = table.frame
     names = ev["name"].to_numpy(dtype=object)
     kind = ev["kind"].to_numpy(dtype=object)
     eid = ev["eid"].to_numpy(np.int64)

@@ -17,19 +17,21 @@ import pandas as pd
 from opgraph.graph.linking import (
     BLOCKING_COPY_RE, DEVICE_SYNC_RE, EVENT_SYNC_RE, STREAM_SYNC_RE, SYNC_RECORD_KINDS, Edges, StreamIndex,
 )
+from opgraph.ingest.event_args import ArgsColumn
 from opgraph.names import names_where
 
 #: A blocking call may return up to this long after the GPU work it awaited ended (ns).
 SYNC_TOLERANCE_NS = 1000
 
 
-def link_syncs(ev: pd.DataFrame, kind: np.ndarray, eid: np.ndarray, ts: np.ndarray, end: np.ndarray,
+def link_syncs(args: ArgsColumn, kind: np.ndarray, eid: np.ndarray, ts: np.ndarray, end: np.ndarray,
                corr: np.ndarray, device: np.ndarray, stream: np.ndarray, names: np.ndarray,
                is_rt: np.ndarray, sidx: StreamIndex, warn: Callable[..., None],
                blocking_rt: set[int] = frozenset()) -> tuple[Edges, Edges]:
     """Sync edges (device activity -> the blocking host call that waited for it) and
     event-wait edges (last activity of the awaited stream -> first activity the waiting
-    stream ran after the wait). Times in ns.
+    stream ran after the wait). Times in ns; ``args``: the events' args (the records' and
+    the blocking calls' are read).
 
     Recorded first: each ``cuda_sync`` record links the host call of its correlation, by
     ``args.cuda_sync_kind`` (or, for MTIA's device-side records, by name through
@@ -47,7 +49,6 @@ def link_syncs(ev: pd.DataFrame, kind: np.ndarray, eid: np.ndarray, ts: np.ndarr
     for c, e in zip(corr[rt].tolist(), eid[rt].tolist()):
         if c >= 0 and c not in rt_by_corr:
             rt_by_corr[c] = e
-    args = ev["args"].to_numpy(dtype=object)
     s_src: list[int] = []
     s_dst: list[int] = []
     s_kind: list[str] = []
@@ -73,10 +74,10 @@ def link_syncs(ev: pd.DataFrame, kind: np.ndarray, eid: np.ndarray, ts: np.ndarr
 
     # --- recorded syncs ---
     cs = np.flatnonzero(kind == "cuda_sync")
+    cs_args = [a if isinstance(a, dict) else {} for a in args.rows(cs)]
     rec_kind: list[str] = []
     seq_record_ts: dict[tuple[int, int, int], int] = {}  # (device, stream, seq_num) -> start (ns)
-    for i in cs.tolist():
-        a = args[i] if isinstance(args[i], dict) else {}
+    for i, a in zip(cs.tolist(), cs_args):
         sk = a.get("cuda_sync_kind") or SYNC_RECORD_KINDS.get(names[i], names[i])
         rec_kind.append(sk)
         if sk == "Event Record":
@@ -90,8 +91,7 @@ def link_syncs(ev: pd.DataFrame, kind: np.ndarray, eid: np.ndarray, ts: np.ndarr
         unresolved[0] += 1
         unresolved[1] = unresolved[1] if unresolved[1] >= 0 else i
 
-    for i, sk in zip(cs.tolist(), rec_kind):
-        a = args[i] if isinstance(args[i], dict) else {}
+    for i, sk, a in zip(cs.tolist(), rec_kind, cs_args):
         call = rt_by_corr.get(int(corr[i]), -1)
         dev = int(device[i])
         if sk == "Event Record":
@@ -150,11 +150,12 @@ def link_syncs(ev: pd.DataFrame, kind: np.ndarray, eid: np.ndarray, ts: np.ndarr
     modes = blocking_call_modes(names[rt], np.isin(eid[rt], list(blocking_rt)))
     n_calls = {"device": 0, "stream": 0, "event": 0, "memcpy": 0}
     example = -1
-    for i, mode in zip(rt[modes != ""].tolist(), modes[modes != ""].tolist()):
+    blocking = rt[modes != ""]
+    for i, mode, a in zip(blocking.tolist(), modes[modes != ""].tolist(), args.rows(blocking)):
         call = int(eid[i])
         if call in recorded:
             continue
-        a = args[i] if isinstance(args[i], dict) else {}
+        a = a if isinstance(a, dict) else {}
         dev = int_or_none(a.get("device"))
         st = int_or_none(a.get("stream", a.get("stream_id")))
         keys = keys_of_device.get(dev, all_keys) if dev is not None else all_keys

@@ -196,18 +196,18 @@ def infer_handoffs(eid: np.ndarray, lane: np.ndarray, pid: np.ndarray, ts: np.nd
 
 
 def fwdbwd_by_sequence(eid: np.ndarray, lane: np.ndarray, ts: np.ndarray, end: np.ndarray,
-                       args: np.ndarray) -> Edges:
+                       seq_no: list, fwd_thread: list) -> Edges:
     """Forward -> backward edges from ``Sequence number`` / ``Fwd thread id`` args (module
-    docstring). Inputs are per host op; ``args`` holds the events' arg dicts. Returns
-    ``flow`` edges with ``cat="fwdbwd"``, ``inferred=True``, ``evidence="sequence_number"``."""
+    docstring). Inputs are per host op; ``seq_no`` and ``fwd_thread`` hold the two args of
+    each (as decoded, -1 where absent: :meth:`~opgraph.ingest.event_args.DictArgs.key_values`).
+    Returns ``flow`` edges with ``cat="fwdbwd"``, ``inferred=True``,
+    ``evidence="sequence_number"``."""
     seq = np.full(len(eid), -1, np.int64)
     fwd_tid = np.full(len(eid), -1, np.int64)
-    for i, a in enumerate(args.tolist()):
-        if isinstance(a, dict) and "Sequence number" in a:
-            s, f = a.get("Sequence number"), a.get("Fwd thread id")
-            if isinstance(s, int) and not isinstance(s, bool):
-                seq[i] = s
-                fwd_tid[i] = f if isinstance(f, int) and not isinstance(f, bool) else -1
+    for i, (s, f) in enumerate(zip(seq_no, fwd_thread)):
+        if isinstance(s, int) and not isinstance(s, bool) and s >= 0:   # (a negative one links nothing)
+            seq[i] = s
+            fwd_tid[i] = f if isinstance(f, int) and not isinstance(f, bool) else -1
     has = seq >= 0
     if not has.any():
         return Edges(np.empty(0, np.int64), np.empty(0, np.int64))

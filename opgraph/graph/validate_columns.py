@@ -15,7 +15,7 @@ import numpy as np
 from opgraph.errors import OpgraphInputError
 from opgraph.graph.attr_bounds import check_table_bounds
 from opgraph.graph.cycles import has_cycle
-from opgraph.graph.packed_args import ARGS_KEY, check_packed
+from opgraph.graph.packed_args import ARGS_KEY, JSON_ARGS_KEY, check_json_packed, check_packed
 from opgraph.graph.payload import NODE_KEYS, PICKLE_MAGIC
 from opgraph.graph.validate import CYCLIC_EDGE_KINDS, check_graph_attrs
 from opgraph.ingest.table import ALL_KINDS
@@ -57,11 +57,15 @@ def check_columns(payload: Any, path: str, file_size: int) -> None:
     gr = payload.get("graph")
     if type(gr) is not dict:
         raise OpgraphInputError(path, "corrupt graph columns: the graph attributes are not a dict")
-    packed = ARGS_KEY in payload
+    packed = ARGS_KEY in payload or JSON_ARGS_KEY in payload
     check_graph_attrs(gr, path, args_packed=packed)
     ev = gr["events"]
-    if packed:
+    if ARGS_KEY in payload and JSON_ARGS_KEY in payload:
+        raise OpgraphInputError(path, "corrupt graph columns: the event args are packed twice")
+    if ARGS_KEY in payload:
         check_packed(payload[ARGS_KEY], ev, path)
+    elif packed:
+        check_json_packed(payload[JSON_ARGS_KEY], ev, path)
     ids = _int_array(payload.get("nodes"), None, "the node ids", path)
     n = len(ids)
     cols = payload.get("node_cols")

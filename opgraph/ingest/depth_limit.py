@@ -25,7 +25,7 @@ ARGS_TOO_DEEP = "<nested too deep: dropped by opgraph>"
 _NOT_BRACKETS = bytes(i for i in range(256) if i not in b"{}[]")
 
 
-def _raw_max_depth(data: bytes) -> int:
+def raw_max_depth(data: bytes) -> int:
     """An upper bound of the document's nesting depth (brackets inside strings count too)."""
     br = data.translate(None, _NOT_BRACKETS)
     if not br:
@@ -52,14 +52,18 @@ def _cut_deep(obj: Any, depth: int) -> tuple[Any, bool]:
     return obj, cut
 
 
-def limit_table_depth(table: EventTable, src: SourceBytes) -> None:
+def limit_table_depth(table: EventTable, src: SourceBytes, depth_bound: int | None = None) -> None:
     """Cut every ``args``/``extra`` value of ``table`` and its trace metadata deeper than
     :data:`ARGS_MAX_DEPTH` (in place), with the ``args_too_deep`` warning: the bound of saved
     graphs, applied once to the table of every JSON reader (Kineto, execution traces, nsys
     JSON lines, CLIntercept, dv/dt).
-    A bracket count on the raw bytes skips the walk for ordinary files."""
+    A bracket count on the raw bytes (:func:`raw_max_depth`, or ``depth_bound`` when the
+    reader has counted already) skips the walk for ordinary files. Args kept as raw JSON
+    text (:attr:`EventTable.args_pending`) come only from files that pass that count."""
     data = getattr(src, "data", None)
-    if isinstance(data, (bytes, bytearray)) and _raw_max_depth(data) <= ARGS_MAX_DEPTH + 1:
+    if depth_bound is None and isinstance(data, (bytes, bytearray)):
+        depth_bound = raw_max_depth(data)
+    if depth_bound is not None and depth_bound <= ARGS_MAX_DEPTH + 1:
         return
     ev = table.events
     rows: list[int] = []

@@ -79,6 +79,7 @@ def read_kineto(path: str, src: SourceBytes | None = None, doc: Any = None) -> E
         raise OpgraphInputError(src.path, "top-level JSON value is neither an object nor an array")
     if not isinstance(events, (list, FieldColumns)):
         raise OpgraphInputError(src.path, f"'traceEvents' is {type(events).__name__}, expected a list")
+    depth_bound = events.depth_bound if isinstance(events, FieldColumns) else None
     with gc_paused():
         table = events_to_table(src, events)
     meta = {
@@ -92,10 +93,10 @@ def read_kineto(path: str, src: SourceBytes | None = None, doc: Any = None) -> E
     table.meta.update(meta)
     rank = meta["distributed_info"].get("rank") if isinstance(meta["distributed_info"], dict) else None
     if isinstance(rank, int):
-        table.events["rank"] = np.int64(rank)
+        table.frame["rank"] = np.int64(rank)
     post_checks(table)
     check_times(table, src.path)
-    limit_table_depth(table, src)  # args, extra and metadata: the bound of saved graphs
+    limit_table_depth(table, src, depth_bound)  # args, extra and metadata: the bound of saved graphs
     return table
 
 
@@ -103,7 +104,7 @@ def read_kineto(path: str, src: SourceBytes | None = None, doc: Any = None) -> E
 
 def post_checks(table: EventTable) -> None:
     """Warnings that need the whole table (recoverable oddities)."""
-    ev = table.events
+    ev = table.frame
     if ev.empty:
         return
     x = ev[(ev["ph"] == "X") & (ev["dur_ns"] == 0)]

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from opgraph.errors import OpgraphInputError
+from opgraph.ingest.event_args import ArgsColumn
 from opgraph.ingest.table import NONE_ID
 
 
@@ -82,18 +83,14 @@ def int_values(vals: list) -> np.ndarray:
     return np.array(out, dtype=np.int64)
 
 
-def int_arg(args: np.ndarray, rows: np.ndarray, n: int, key: str, alt: str | None = None) -> np.ndarray:
-    """Integer linking key read from the args of events ``rows`` (``alt`` spelling as a
-    fallback); -1 where absent or not an integer."""
+def int_arg(args: ArgsColumn, rows: np.ndarray, n: int, key: str) -> np.ndarray:
+    """Integer linking key ``key`` (one of :data:`~opgraph.ingest.event_args.LINK_KEYS`, its
+    other spelling read where it is absent) read from the args of events ``rows``; -1 where
+    absent or not an integer."""
     out = np.full(n, NONE_ID, dtype=np.int64)
     if not len(rows):
         return out
-    sub = args[rows].tolist()
-    if alt is None:
-        vals = [a.get(key, -1) if a else -1 for a in sub]
-    else:
-        vals = [(a[key] if key in a else a.get(alt, -1)) if a else -1 for a in sub]
-    out[rows] = int_values(vals)
+    out[rows] = int_values(args.key_values(key, rows))
     return out
 
 

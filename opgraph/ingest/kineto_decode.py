@@ -8,25 +8,33 @@ typed records (one C pass, no per-event dict) and turns them into per-field list
 (:func:`columns_of_dicts`) makes the same columns from events decoded as dicts.
 
 The typed pass is only a faster route to the same values. The canonical fields are
-decoded as JSON scalars and type-checked by the builder exactly as before; ``args`` are
-kept as raw JSON text by msgspec and then decoded by orjson in one call over all events,
-so their values (unsigned 64-bit integers, larger integers as floats) and the nesting
-depth allowed are those of the general path. Anything the typed pass does not take (an
-event key outside :data:`STANDARD_KEYS` and :data:`EXTRA_FIELDS`, a list or object or an
-integer beyond int64 in a canonical field, a top level that is not an object with
-``traceEvents``, any JSON error) makes :func:`decode_kineto` return None, and the caller
-decodes the file the general way, which gives its usual values and words its errors.
-Without msgspec installed every file goes the general way.
+decoded as JSON scalars and type-checked by the builder exactly as before. ``args`` stay
+raw JSON text: one buffer with offsets (:class:`~opgraph.ingest.event_args.RawArgs`),
+decoded later by orjson, only the rows a step reads, or all of them (in chunks) when the
+column is read, so their values (unsigned 64-bit integers, larger integers as floats) and
+the nesting depth allowed are those of the general path. The text is kept raw only when
+orjson takes all of it, which msgspec's check of the JSON shape does not promise
+(:func:`args_column`); args nested deeper than a saved graph holds, or an args that is not
+an object, are decoded at once instead, as before. Anything the typed pass does not take
+(an event key outside :data:`STANDARD_KEYS` and :data:`EXTRA_FIELDS`, a list or object or
+an integer beyond int64 in a canonical field, a top level that is not an object with
+``traceEvents``, any JSON error, in args too) makes :func:`decode_kineto` return None, and
+the caller decodes the file the general way, which gives its usual values and words its
+errors. Without msgspec installed every file goes the general way.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Annotated, Any, Union
 
 import numpy as np
 import orjson
+
+from opgraph.ingest.depth_limit import ARGS_MAX_DEPTH, raw_max_depth
+from opgraph.ingest.event_args import RawArgs
 
 #: The keys an event's canonical columns hold.
 STANDARD_KEYS = frozenset({"ph", "cat", "name", "pid", "tid", "ts", "dur", "args", "id", "bp"})
@@ -64,9 +72,11 @@ def _decoders() -> Any:
 @dataclass
 class FieldColumns:
     """The events of a Chrome trace, one list per field in file order (None where an event
-    lacks the key; times as written, in µs). ``extra``: per event, a dict of its keys
-    outside :data:`STANDARD_KEYS` (kept for lossless re-export), or None when no event has
-    any."""
+    lacks the key; times as written, in µs). ``args``: the decoded values, or from the typed
+    pass their raw JSON text (:class:`~opgraph.ingest.event_args.RawArgs`). ``extra``: per
+    event, a dict of its keys outside :data:`STANDARD_KEYS` (kept for lossless re-export),
+    or None when no event has any. ``depth_bound``: the file's bracket count
+    (:func:`~opgraph.ingest.depth_limit.raw_max_depth`) when the typed pass made it."""
 
     ph: list
     cat: list
@@ -75,10 +85,11 @@ class FieldColumns:
     tid: list
     ts: list
     dur: list
-    args: list
+    args: list | RawArgs
     id: list
     bp: list
     extra: np.ndarray | None
+    depth_bound: int | None = None
 
     def __len__(self) -> int:
         return len(self.ph)
@@ -100,14 +111,55 @@ def columns_of_dicts(events: list[dict]) -> FieldColumns:
     return FieldColumns(*cols, extra=extra)
 
 
-def _decoded_args(evs: list) -> list:
-    """Every event's ``args`` decoded by orjson in one call (the values, and the nesting
-    depth it allows, exactly as the general path decodes them)."""
-    buf = b"[[[" + b",".join([e.args for e in evs]) + b"]]]"
-    return orjson.loads(buf)[0][0]
+#: Bytes mapped so that the numbers a double cannot hold show: digits to ``0``, ``E`` and
+#: ``+`` to ``e``. A JSON number overflows a double (orjson refuses it; msgspec's shape
+#: check does not) only with a positive exponent of three digits or more (``e000`` or
+#: ``ee000`` once mapped: :data:`_BIG_EXPONENT`) or with 210 digits or more before its
+#: point (a run of :data:`_LONG_RUN` ``0``).
+_NUMBER_SHAPES = bytes(ord("0") if 48 <= i <= 57 else ord("e") if i in (ord("E"), ord("+")) else i
+                       for i in range(256))
+_BIG_EXPONENT = re.compile(b"e000")
+_LONG_RUN = b"0" * 200
 
 
-def _columns_of_records(evs: list, unset: Any) -> FieldColumns:
+def _rows_to_check(raw: RawArgs) -> np.ndarray:
+    """The events whose text orjson might refuse though msgspec's shape check took it:
+    bytes beyond ASCII (UTF-8 that may be invalid) and numbers that may not fit a double
+    (events holding such a shape anywhere, in strings too: a superset)."""
+    shapes = raw.buf.translate(_NUMBER_SHAPES)
+    pos = [np.fromiter((m.start() for m in _BIG_EXPONENT.finditer(shapes)), dtype=np.int64)]
+    run: list[int] = []
+    at = shapes.find(_LONG_RUN)
+    while at >= 0:
+        run.append(at)
+        at = shapes.find(_LONG_RUN, at + len(_LONG_RUN))
+    pos.append(np.asarray(run, dtype=np.int64))
+    if not raw.buf.isascii():
+        pos.append(np.flatnonzero(np.frombuffer(raw.buf, dtype=np.uint8) >= 0x80))
+    return np.unique(np.searchsorted(raw.offsets, np.concatenate(pos), side="right") - 1)
+
+
+def args_column(texts: list, depth_bound: int) -> list | RawArgs:
+    """The args column of the typed pass from each event's raw JSON text (``texts``):
+    :class:`~opgraph.ingest.event_args.RawArgs` when it can stay raw, else the values
+    decoded now by orjson (:meth:`~opgraph.ingest.event_args.RawArgs.decode`), exactly as
+    the general path decodes them: when an
+    args is not an object or null (the builder words that error) or the file nests deeper
+    than the saved-graph bound (``depth_bound``: its bracket count; the deep part is cut
+    from decoded values). Kept raw, the text must be what orjson takes: msgspec checked
+    its JSON shape, not its UTF-8 (events with bytes beyond ASCII) nor the range of its
+    numbers (events with a huge-looking number), so those events are decoded here, once.
+    Raises ``orjson.JSONDecodeError`` where orjson refuses the text."""
+    raw = RawArgs.of_texts(texts)
+    if depth_bound > ARGS_MAX_DEPTH + 1 or not np.isin(raw.first_bytes(), (ord("{"), ord("n"))).all():
+        return raw.decode()
+    rows = _rows_to_check(raw)
+    if len(rows):
+        raw.rows(rows)
+    return raw
+
+
+def _columns_of_records(evs: list, unset: Any, depth_bound: int) -> FieldColumns:
     extra = None
     for f in EXTRA_FIELDS:
         vals = [getattr(e, f) for e in evs]
@@ -121,8 +173,9 @@ def _columns_of_records(evs: list, unset: Any) -> FieldColumns:
                     extra[i] = {}
                 extra[i][f] = v
     return FieldColumns([e.ph for e in evs], [e.cat for e in evs], [e.name for e in evs], [e.pid for e in evs],
-                        [e.tid for e in evs], [e.ts for e in evs], [e.dur for e in evs], _decoded_args(evs),
-                        [e.id for e in evs], [e.bp for e in evs], extra)
+                        [e.tid for e in evs], [e.ts for e in evs], [e.dur for e in evs],
+                        args_column([e.args for e in evs], depth_bound), [e.id for e in evs], [e.bp for e in evs],
+                        extra, depth_bound)
 
 
 def decode_kineto(data: bytes) -> dict[str, Any] | None:
@@ -142,7 +195,7 @@ def decode_kineto(data: bytes) -> dict[str, Any] | None:
         evs = events_dec.decode(raw)
         doc = {k: (None if k == "traceEvents" else orjson.loads(memoryview(v))) for k, v in top.items()}
         del top, raw
-        doc["traceEvents"] = _columns_of_records(evs, unset)
+        doc["traceEvents"] = _columns_of_records(evs, unset, raw_max_depth(data))
     except (ValueError, RecursionError):   # msgspec's and orjson's errors, bad UTF-8: the general way
         return None
     return doc

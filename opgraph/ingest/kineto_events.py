@@ -19,6 +19,7 @@ import pandas as pd
 from opgraph.ingest.kineto_columns import (
     check_field_types, event_error, flow_ids, int_arg, norm_categorical, object_array, sparse_categorical,
 )
+from opgraph.ingest.event_args import DictArgs, RawArgs
 from opgraph.ingest.kineto_decode import FieldColumns, columns_of_dicts
 from opgraph.ingest.kineto_kinds import KNOWN_NON_NODE_CATS, kind_categories, mtia_kinds, pair_kinds
 from opgraph.ingest.kineto_times import check_us_range, exact_ts_ns
@@ -62,11 +63,15 @@ def events_to_table(src: SourceBytes, events: list | FieldColumns) -> EventTable
     ts_types = set(map(type, ts))
     ts_none = check_field_types(path, ts, "ts", (int, float), needs_ts)
     dur_none = check_field_types(path, dur, "dur", (int, float), is_x)
-    check_field_types(path, args, "args", (dict,), None, "an object")
+    if isinstance(args, RawArgs):   # raw JSON text from the typed pass: objects or null, checked there
+        args_arr, arg_src = None, args
+    else:
+        check_field_types(path, args, "args", (dict,), None, "an object")
+        args_arr = object_array(args)
+        arg_src = DictArgs(args_arr)
     # cat and bp are looked up as keys: a list or object there is one line, not a TypeError
     check_field_types(path, cat, "cat", (str, int, float, bool), None, "a string")
     check_field_types(path, bp, "bp", (str, int, float, bool), None, "a string")
-    args_arr = object_array(args)
     if not set(map(type, name)) <= {str, type(None)}:
         name = [v if v is None or type(v) is str else str(v) for v in name]
     has_ts = np.not_equal(object_array(ts), None) if ts_none else np.ones(n, dtype=bool)
@@ -111,18 +116,18 @@ def events_to_table(src: SourceBytes, events: list | FieldColumns) -> EventTable
         is_step[valid] = step_names[name_codes[valid]]
         kind[is_step & (kind == "cpu_op")] = "annotation"
 
-    mtia_kinds(kind, cat_codes, list(cat_uniques), name_codes, list(name_uniques), pid, args_arr)
+    mtia_kinds(kind, cat_codes, list(cat_uniques), name_codes, list(name_uniques), pid, arg_src)
 
     # --- linking keys, read only where a kind can carry them ---
     dev_rows = np.flatnonzero(np.isin(kind, ["kernel", "memcpy", "memset", "gpu_annotation", "cuda_sync"]))
     corr_rows = np.flatnonzero(np.isin(kind, ["kernel", "memcpy", "memset", "cuda_sync", "runtime", "other"]))
     x_rows = np.flatnonzero(is_span)
     op_rows = np.flatnonzero(np.isin(kind, ["cpu_op", "annotation"]))
-    correlation = int_arg(args_arr, corr_rows, n, "correlation")
-    external_id = int_arg(args_arr, x_rows, n, "External id", "external id")
-    rf_id = int_arg(args_arr, op_rows, n, "Record function id")
-    device = int_arg(args_arr, dev_rows, n, "device")
-    stream = int_arg(args_arr, dev_rows, n, "stream", "stream_id")
+    correlation = int_arg(arg_src, corr_rows, n, "correlation")
+    external_id = int_arg(arg_src, x_rows, n, "External id")   # or "external id" (event_args.LINK_KEYS)
+    rf_id = int_arg(arg_src, op_rows, n, "Record function id")
+    device = int_arg(arg_src, dev_rows, n, "device")
+    stream = int_arg(arg_src, dev_rows, n, "stream")   # or "stream_id"
     flow_rows = np.flatnonzero(np.isin(kind, ["flow_start", "flow_end"]))
     flow_id = np.full(n, NONE_ID, dtype=np.int64)
     if len(flow_rows):
@@ -175,7 +180,7 @@ def events_to_table(src: SourceBytes, events: list | FieldColumns) -> EventTable
     for i, d in keep.items():
         extra[i] = {**(extra[i] or {}), **d}
 
-    df = pd.DataFrame({
+    data = {
         "eid": np.arange(n, dtype=np.int64),
         "kind": pd.Categorical(kind, categories=kind_categories()),
         "cat": pd.Categorical.from_codes(cat_codes, categories=pd.Index(cat_uniques, dtype=object)),
@@ -196,8 +201,12 @@ def events_to_table(src: SourceBytes, events: list | FieldColumns) -> EventTable
         "bp": sparse_categorical(bp_a, flow_rows, n),
         "extra": extra,
         "has_ts": has_ts,
-    }, copy=False)
-    table = EventTable(df)
+    }
+    args_at = list(data).index("args")
+    if args_arr is None:   # kept raw: the table holds it beside the frame until something reads the column
+        del data["args"]
+    table = EventTable(pd.DataFrame(data, copy=False), raw_args=args if isinstance(args, RawArgs) else None,
+                       args_at=args_at)
     if not exact:
         table.warn("ts_precision", int(has_ts.sum()), 0,
                    "fractional timestamps could not be read from the file's text; they were rounded "

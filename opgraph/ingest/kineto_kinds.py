@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from opgraph.ingest.event_args import ArgsColumn
+
 #: Category -> canonical kind for complete (``X``) events.
 CATEGORY_KIND: dict[str, str] = {
     "cpu_op": "cpu_op", "Operator": "cpu_op", "operator": "cpu_op",
@@ -76,9 +78,9 @@ def pair_kinds(pair_u: np.ndarray, ph_u: list, cat_list: list, n_cat: int) -> tu
 
 
 def mtia_kinds(kind: np.ndarray, cat_codes: np.ndarray, cat_uniques: list, name_codes: np.ndarray,
-               name_uniques: list, pid: list, args: np.ndarray) -> None:
+               name_uniques: list, pid: list, args: ArgsColumn) -> None:
     """Refine the kinds of MTIA events in place, by name (:data:`MTIA_CCP_KIND`,
-    :data:`MTIA_DEVICE_RECORDS`)."""
+    :data:`MTIA_DEVICE_RECORDS`; ``args``: the events' args, read for those records only)."""
     cats = {c: j for j, c in enumerate(cat_uniques) if c in ("mtia_ccp_events", "mtia_runtime")}
     if not cats:
         return
@@ -92,9 +94,9 @@ def mtia_kinds(kind: np.ndarray, cat_codes: np.ndarray, cat_uniques: list, name_
     rt = cats.get("mtia_runtime")
     if rt is not None:
         codes = [code_of[nm] for nm in MTIA_DEVICE_RECORDS if nm in code_of]
-        for i in np.flatnonzero((cat_codes == rt) & (kind == "runtime") & np.isin(name_codes, codes)).tolist():
-            a = args[i] or {}
-            dev = a.get("device")
+        rows = np.flatnonzero((cat_codes == rt) & (kind == "runtime") & np.isin(name_codes, codes))
+        for i, a in zip(rows.tolist(), args.rows(rows)):
+            dev = (a or {}).get("device")
             if dev is not None and str(dev) == str(pid[i]):
                 kind[i] = "cuda_sync"
 

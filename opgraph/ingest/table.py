@@ -5,11 +5,15 @@ Times are int64 nanoseconds. Integer linking keys use -1 for "none".
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from opgraph.errors import OpgraphInputError
+from opgraph.gc_pause import gc_paused
+from opgraph.ingest.event_args import ArgsColumn, DictArgs, RawArgs
 
 #: Event kinds that become graph nodes.
 HOST_KINDS = ("annotation", "cpu_op", "python", "runtime")
@@ -43,7 +47,6 @@ class HealthItem:
                 "message": self.message}
 
 
-@dataclass
 class EventTable:
     """A reader's output: canonical events plus trace-level metadata and warnings.
 
@@ -51,11 +54,63 @@ class EventTable:
     beyond the canonical ones), indexed by position with ``eid`` equal to the position.
     ``meta`` holds the source description (format, file, sha256), ``device_properties``,
     ``distributed_info`` and the other top-level keys of the trace, untouched.
+
+    The typed Kineto pass keeps the ``args`` column as raw JSON text
+    (:class:`~opgraph.ingest.event_args.RawArgs`, ``raw_args``; ``args_at``: the column's
+    position): :attr:`frame` is then the table without it, and :meth:`event_args` reads the
+    args of some rows. Reading :attr:`events` decodes the whole column once (orjson, the
+    values of the general path) and puts it in its place.
     """
 
-    events: pd.DataFrame
-    meta: dict[str, Any] = field(default_factory=dict)
-    health: list[HealthItem] = field(default_factory=list)
+    def __init__(self, events: pd.DataFrame, meta: dict[str, Any] | None = None,
+                 health: list[HealthItem] | None = None, raw_args: RawArgs | None = None, args_at: int | None = None):
+        self._frame = events
+        self.meta: dict[str, Any] = {} if meta is None else meta
+        self.health: list[HealthItem] = [] if health is None else health
+        self._raw_args = raw_args
+        self._args_at = len(events.columns) if args_at is None else args_at
+
+    @property
+    def events(self) -> pd.DataFrame:
+        """The event table with its ``args`` column (decoded here when it was raw)."""
+        raw = self._raw_args
+        if raw is not None:
+            with gc_paused():   # a million dicts, freed by reference counting
+                col = raw.column(self.meta.get("file"))
+            ev = self._frame.copy(deep=False)   # the frame without args may be shared (a built graph)
+            ev.insert(self._args_at, "args", col)
+            self._frame, self._raw_args = ev, None
+        return self._frame
+
+    @events.setter
+    def events(self, ev: pd.DataFrame) -> None:
+        self._frame, self._raw_args = ev, None
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        """The event table as held: without the ``args`` column while :attr:`args_pending`."""
+        return self._frame
+
+    @property
+    def args_pending(self) -> bool:
+        """True while the ``args`` column is raw JSON text, not yet in :attr:`frame`."""
+        return self._raw_args is not None
+
+    @property
+    def raw_args(self) -> RawArgs | None:
+        """The raw ``args`` column while :attr:`args_pending`, else None."""
+        return self._raw_args
+
+    @property
+    def args_at(self) -> int:
+        """Where the ``args`` column goes in the table (its position) while it is raw."""
+        return self._args_at
+
+    def event_args(self) -> ArgsColumn:
+        """The ``args`` column, to read some rows or linking keys without decoding the rest."""
+        if self._raw_args is not None:
+            return self._raw_args
+        return DictArgs(self._frame["args"].to_numpy(dtype=object))
 
     def warn(self, code: str, count: int, example_eid: int | None, message: str) -> None:
         """Record a recoverable oddity (listed by ``opgraph info``)."""
@@ -63,7 +118,11 @@ class EventTable:
             self.health.append(HealthItem(code, int(count), example_eid, message))
 
     def __len__(self) -> int:
-        return len(self.events)
+        return len(self._frame)
+
+    def __repr__(self) -> str:
+        return (f"<EventTable: {len(self)} events{', args raw' if self.args_pending else ''}, "
+                f"{len(self.health)} health items>")
 
 
 #: Largest int64 (ns): ``ts + dur`` of every event must stay at or below it (~292 years).
@@ -86,9 +145,7 @@ def check_times(table: EventTable, path: str | None) -> None:
     than a day away from the median time of the trace (``ts`` 0, negative or near the
     int64 limit next to an epoch-stamped trace), since every span and idle figure then
     includes those centuries."""
-    from opgraph.errors import OpgraphInputError
-
-    ev = table.events
+    ev = table.frame
     if ev.empty:
         return
     ts = ev["ts_ns"].to_numpy(dtype=np.int64)

@@ -248,6 +248,7 @@ def rank_result(path: str, keep_full: bool | frozenset[int]) -> RankResult:
 
     from opgraph.graph.build import build_payload
     from opgraph.graph.io import read_input
+    from opgraph.graph.packed_args import unpack_payload
     from opgraph.graph.payload import graph_to_payload
 
     with gc_paused():
@@ -261,7 +262,8 @@ def rank_result(path: str, keep_full: bool | frozenset[int]) -> RankResult:
             meta = payload["graph"]
             del got
         else:
-            payload = build_payload(got)
+            # the args decoded here, if the build kept them raw: the job merges whole tables
+            payload = unpack_payload(build_payload(got))
             meta = got.meta
             del got
         ev: pd.DataFrame = payload["graph"]["events"]
