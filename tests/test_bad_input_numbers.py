@@ -341,3 +341,29 @@ def test_args_ts_token_is_never_taken_for_the_event_ts(tmp_path) -> None:
     assert b != 1694128201424010050
     assert abs(b - 1694128201424010100) <= 250  # float64 precision at epoch scale
     assert "ts_precision" in {h.code for h in t.health}
+
+
+@pytest.mark.parametrize("value", [[1, 2], 1.5, {"a": 1}, "x7", True], ids=["list", "float", "object", "text", "bool"])
+def test_link_keys_that_are_not_integers_are_a_warning(tmp_path, cli, value):
+    """A linking key that is not an integer is read as absent, with a warning naming the key;
+    lists of equal length on every row used to stop the build with an internal error."""
+    t = EPOCH_US
+    ev = [{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": t + 10, "dur": 5,
+           "args": {"correlation": value}},
+          {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": t + 20, "dur": 5,
+           "args": {"correlation": value, "device": 0, "stream": 7}},
+          {"ph": "X", "cat": "kernel", "name": "k2", "pid": 0, "tid": 7, "ts": t + 30, "dur": 5,
+           "args": {"correlation": 9, "device": 0, "stream": 7}}]
+    p = _trace(tmp_path / "keys.json", ev)
+    r = cli(["build", p, "-o", tmp_path / "k.gpickle"])
+    assert r.exit_code == 0, r.output
+    h = _health(cli, p)
+    w = h["link_key_not_integer"]
+    assert w["count"] == 2 and w["example_eid"] == 0 and "correlation (2)" in w["message"]
+    from opgraph.graph.io import load_any
+
+    G = load_any(tmp_path / "k.gpickle")
+    assert G.nodes[1]["correlation"] == -1 and G.nodes[2]["correlation"] == 9
+    # integers (and digit strings) raise no warning
+    ev[0]["args"]["correlation"] = ev[1]["args"]["correlation"] = "12"
+    assert "link_key_not_integer" not in _health(cli, _trace(tmp_path / "ok.json", ev))

@@ -64,15 +64,19 @@ def check_field_types(path: str, values: list, field: str, ok: tuple[type, ...],
     return has_none
 
 
-def int_values(vals: list) -> np.ndarray:
-    """int64 array from decoded values: ints kept, digit strings parsed, anything else -1."""
-    try:
-        return np.array(vals, dtype=np.int64)
-    except (TypeError, ValueError, OverflowError):
-        pass
+def int_values(vals: list, bad: list[int] | None = None) -> np.ndarray:
+    """int64 array from decoded values: ints kept, digit strings parsed, anything else -1.
+    ``bad``: collects the positions of values present but not read as integers (a float, a
+    list, a bool, text that is not digits; None is absent, not bad). A float is not read
+    as the integer it truncates to."""
+    if set(map(type, vals)) <= {int}:   # the usual case, in one conversion
+        try:
+            return np.array(vals, dtype=np.int64)
+        except OverflowError:
+            pass
     out = []
     app = out.append
-    for v in vals:
+    for i, v in enumerate(vals):
         t = type(v)
         if t is int and -(2**63) <= v < 2**63:
             app(v)
@@ -80,17 +84,24 @@ def int_values(vals: list) -> np.ndarray:
             app(int(v))
         else:
             app(NONE_ID)
+            if bad is not None and v is not None:
+                bad.append(i)
     return np.array(out, dtype=np.int64)
 
 
-def int_arg(args: ArgsColumn, rows: np.ndarray, n: int, key: str) -> np.ndarray:
+def int_arg(args: ArgsColumn, rows: np.ndarray, n: int, key: str,
+            bad: dict[str, np.ndarray] | None = None) -> np.ndarray:
     """Integer linking key ``key`` (one of :data:`~opgraph.ingest.event_args.LINK_KEYS`, its
     other spelling read where it is absent) read from the args of events ``rows``; -1 where
-    absent or not an integer."""
+    absent or not an integer. ``bad``: gets ``bad[key]``, the rows whose value is present
+    but not an integer (read as absent), when there are any."""
     out = np.full(n, NONE_ID, dtype=np.int64)
     if not len(rows):
         return out
-    out[rows] = int_values(args.key_values(key, rows))
+    wrong: list[int] = []
+    out[rows] = int_values(args.key_values(key, rows), wrong)
+    if wrong and bad is not None:
+        bad[key] = rows[np.asarray(wrong, dtype=np.int64)]
     return out
 
 

@@ -123,11 +123,12 @@ def events_to_table(src: SourceBytes, events: list | FieldColumns) -> EventTable
     corr_rows = np.flatnonzero(np.isin(kind, ["kernel", "memcpy", "memset", "cuda_sync", "runtime", "other"]))
     x_rows = np.flatnonzero(is_span)
     op_rows = np.flatnonzero(np.isin(kind, ["cpu_op", "annotation"]))
-    correlation = int_arg(arg_src, corr_rows, n, "correlation")
-    external_id = int_arg(arg_src, x_rows, n, "External id")   # or "external id" (event_args.LINK_KEYS)
-    rf_id = int_arg(arg_src, op_rows, n, "Record function id")
-    device = int_arg(arg_src, dev_rows, n, "device")
-    stream = int_arg(arg_src, dev_rows, n, "stream")   # or "stream_id"
+    bad_keys: dict[str, np.ndarray] = {}   # linking keys present but not integers
+    correlation = int_arg(arg_src, corr_rows, n, "correlation", bad_keys)
+    external_id = int_arg(arg_src, x_rows, n, "External id", bad_keys)   # or "external id" (event_args.LINK_KEYS)
+    rf_id = int_arg(arg_src, op_rows, n, "Record function id", bad_keys)
+    device = int_arg(arg_src, dev_rows, n, "device", bad_keys)
+    stream = int_arg(arg_src, dev_rows, n, "stream", bad_keys)   # or "stream_id"
     flow_rows = np.flatnonzero(np.isin(kind, ["flow_start", "flow_end"]))
     flow_id = np.full(n, NONE_ID, dtype=np.int64)
     if len(flow_rows):
@@ -216,6 +217,11 @@ def events_to_table(src: SourceBytes, events: list | FieldColumns) -> EventTable
         table.warn("unmatched_begin_end", nb + ne, fb if fb is not None else fe,
                    f"duration events without their pair on the thread: {nb} 'B' without an 'E' "
                    f"and {ne} 'E' without a 'B' (kept, but not graph nodes)")
+    if bad_keys:
+        rows = np.unique(np.concatenate(list(bad_keys.values())))
+        table.warn("link_key_not_integer", int(len(rows)), int(rows[0]),
+                   "linking keys in args that are not integers, read as absent (the events stay unlinked "
+                   "by them): " + ", ".join(f"{k} ({len(v)})" for k, v in bad_keys.items()))
     if unknown_ph_pairs:
         um = np.isin(pair_inv, unknown_ph_pairs)
         vc = pd.Series(ph_a[um]).map(repr).value_counts()
