@@ -183,9 +183,10 @@ def test_unpack_payload_of_a_built_payload(tmp_path: Path) -> None:
     trace = opgraph.example_trace("gpu_bound", tmp_path)
     p = build_payload(read_trace(trace))
     assert JSON_ARGS_KEY in p and p["graph"].args_pending
+    pos = p[JSON_ARGS_KEY][0]
     out = unpack_payload(p)
     assert JSON_ARGS_KEY not in out and "args" in out["graph"]["events"].columns
-    assert pack_args(out)[ARGS_KEY][0] == p[JSON_ARGS_KEY][0]
+    assert pack_args(out)[ARGS_KEY][0] == pos
 
 
 def _write(path: Path, payload: dict) -> Path:
@@ -225,7 +226,28 @@ BAD = {
     "two values in one slot": (lambda pos, buf, off: (pos, *_first_replaced(buf, off, b"{},{}")),
                                "not one value per event", "read"),
     "nested too deep": (lambda pos, buf, off: (pos, *_first_replaced(buf, off, _deep(400))), "deep", "read"),
+    # closing brackets inside a string used to hide the depth from the bracket count
+    "nested too deep after brackets in a string": (
+        lambda pos, buf, off: (pos, *_first_replaced(buf, off, b'{"s":"' + b"]" * 405 + b'","d":' + _deep(300) + b"}")),
+        "deep", "read"),
+    "offsets that wrap around int64": (lambda pos, buf, off: (pos, *_wrapping(len(off) - 1)), "offsets do not fit",
+                                       "read"),
+    "text closing the events array early": (lambda pos, buf, off: (pos, *_first_replaced(buf, off, b"null]],[[0")),
+                                            "not JSON", "read"),
+    "args that are not an object": (lambda pos, buf, off: (pos, *_first_replaced(buf, off, b"17")),
+                                    "not an object or null", "read"),
 }
+
+
+def _wrapping(n: int) -> tuple[bytes, np.ndarray]:
+    """``n`` empty objects with offsets whose differences pass a ``>= 2`` test only by
+    wrapping around int64."""
+    o = [0, 2**62, 2**63 - 2, -(2**63) + 10, -(2**62)]
+    step = (3 * n + 2**62) // (n + 1 - len(o))
+    while len(o) < n:
+        o.append(o[-1] + step)
+    o.append(3 * n)
+    return b"{}," * n, np.array(o, dtype=np.int64)
 
 
 @pytest.mark.parametrize("case", sorted(BAD))
@@ -320,3 +342,73 @@ def test_pickled_payload_of_networkx_graph_is_unchanged(tmp_path: Path) -> None:
     G = load_any(opgraph.example_trace("gpu_bound", tmp_path))
     p = pack_args(graph_to_payload(G))
     assert ARGS_KEY in p and JSON_ARGS_KEY not in p
+
+
+def test_raw_depth_counts_brackets_outside_strings_only() -> None:
+    """The bracket count that lets a load skip the bounds walk and a build keep args raw
+    equals a parser's depth on random JSON full of brackets, quotes and backslashes inside
+    strings (it used to count those too, and brackets closed in a string hid the depth)."""
+    import json
+    import random
+
+    import opgraph.ingest.depth_limit as dl
+
+    def depth(o: object) -> int:
+        if isinstance(o, dict):
+            return 1 + max((depth(v) for v in o.values()), default=0)
+        if isinstance(o, list):
+            return 1 + max((depth(v) for v in o), default=0)
+        return 0
+
+    alpha = ["[", "]", "{", "}", '"', "\\", "a", ",", ":", '\\"', "\\\\"]
+    rng = random.Random(7)
+
+    def rnd(d: int = 0) -> object:
+        t = rng.random()
+        if d > 6 or t < 0.3:
+            return "".join(rng.choice(alpha) for _ in range(rng.randint(0, 6)))
+        if t < 0.65:
+            return [rnd(d + 1) for _ in range(rng.randint(0, 3))]
+        return {"".join(rng.choice(alpha) for _ in range(3)): rnd(d + 1) for _ in range(rng.randint(0, 3))}
+
+    for chunk in (dl._DEPTH_CHUNK, 1, 3):
+        old, dl._DEPTH_CHUNK = dl._DEPTH_CHUNK, chunk   # chunk edges anywhere
+        try:
+            for i in range(1500):
+                o = rnd()
+                text = json.dumps(o, separators=(",", ":") if i % 2 else None).encode()
+                assert dl.raw_max_depth(text) == depth(o), text
+        finally:
+            dl._DEPTH_CHUNK = old
+    assert dl.raw_max_depth(b"") == 0 and dl.raw_max_depth(b'"[[["') == 0
+    assert dl.raw_max_depth(b'{"s":"' + b"]" * 405 + b'","d":' + _deep(30) + b"}") == 31
+
+
+def test_saving_a_table_without_args_drops_the_packed_column(tmp_path: Path) -> None:
+    """A graph whose event table was replaced by one without ``args`` saves without the
+    stale packed column (it used to save its lazy attributes as a ``dict`` global the
+    loader refuses); the load then names what is missing, in one line."""
+    from opgraph.graph.packed_args import PACKED_KEYS, pack_args
+
+    trace = opgraph.example_trace("gpu_bound", tmp_path)
+    tg = load_gpickle(_built(tmp_path, trace), model=True)
+    tg.graph["events"] = tg.graph["events"].drop(columns=["args"])
+    p = pack_args(tg.payload)
+    assert type(p["graph"]) is dict and not any(k in p for k in PACKED_KEYS)
+
+
+def test_the_packed_text_is_let_go_once_decoded(tmp_path: Path) -> None:
+    """Once ``graph["events"]`` has been read, the payload no longer holds the packed text
+    beside the decoded column (built in process, and loaded); saving then packs the table."""
+    from opgraph.graph.packed_args import PACKED_KEYS
+    from opgraph.graph.io import load_any
+
+    trace = opgraph.example_trace("gpu_bound", tmp_path)
+    for tg in (load_any(trace, model=True), load_gpickle(_built(tmp_path, trace), model=True)):
+        assert JSON_ARGS_KEY in tg.payload
+        tg.graph["events"]
+        assert not any(k in tg.payload for k in PACKED_KEYS)
+        out = tmp_path / "again.gpickle"
+        save_gpickle(tg, out)
+        back = load_gpickle(out, model=True)
+        assert back.graph["events"]["args"].tolist() == tg.graph["events"]["args"].tolist()

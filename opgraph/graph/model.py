@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from opgraph.graph.arrays import GraphArrays, key_positions
-from opgraph.graph.packed_args import LazyGraphAttrs, unpacker
+from opgraph.graph.packed_args import LazyGraphAttrs, releasing, unpacker
 from opgraph.graph.payload import PICKLE_MAGIC, graph_to_payload, payload_to_digraph
 
 
@@ -56,7 +56,7 @@ class TraceGraph:
             path, size = args_source if args_source is not None else ("<graph>", None)
             unpack = unpacker(payload, path, size)
             if unpack is not None:
-                payload["graph"] = LazyGraphAttrs(payload["graph"], unpack)
+                payload["graph"] = LazyGraphAttrs(payload["graph"], releasing(payload, unpack))
         self.payload = payload
         self.graph: dict[str, Any] = payload["graph"]
         self._nx: nx.DiGraph | None = None

@@ -36,7 +36,7 @@ from opgraph.gc_pause import gc_paused
 from opgraph.graph.attr_bounds import MAX_ATTR_DEPTH, BoundsBudget
 from opgraph.graph.unpickler import SafeUnpickler, allocation_cap
 from opgraph.ingest.depth_limit import raw_max_depth
-from opgraph.ingest.event_args import RawArgs
+from opgraph.ingest.event_args import RawArgs, with_args
 
 #: The payload key of the pickled column: ``(column position, pickled object array)``.
 ARGS_KEY = "events_args"
@@ -56,14 +56,21 @@ def attach_raw_args(payload: dict[str, Any], raw: RawArgs, pos: int, path: str |
     if decoding fails (the typed pass checked the text, so it should not)."""
     payload[JSON_ARGS_KEY] = (int(pos), raw.buf, raw.offsets)
     text = RawArgs(raw.buf, raw.offsets)   # the text alone: not the linking keys the table read from it
-    payload["graph"] = LazyGraphAttrs(payload["graph"], lambda ev: with_args(ev, pos, text.column(path)))
+    payload["graph"] = LazyGraphAttrs(payload["graph"],
+                                      releasing(payload, lambda ev: with_args(ev, pos, text.column(path))))
 
 
-def with_args(ev: pd.DataFrame, pos: int, col: np.ndarray) -> pd.DataFrame:
-    """A shallow copy of the event table ``ev`` with the ``args`` column ``col`` at ``pos``."""
-    out = ev.copy(deep=False)
-    out.insert(pos, "args", col)
-    return out
+def releasing(payload: dict[str, Any], unpack: Callable[[pd.DataFrame], pd.DataFrame]
+              ) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    """``unpack``, which then drops the packed column from ``payload``: once the table holds
+    the decoded column, the text or pickled buffer is not kept beside it (a save packs the
+    table again)."""
+    def run(ev: pd.DataFrame) -> pd.DataFrame:
+        out = unpack(ev)
+        for k in PACKED_KEYS:
+            payload.pop(k, None)
+        return out
+    return run
 
 
 def pack_args(payload: dict[str, Any]) -> dict[str, Any]:
@@ -81,7 +88,13 @@ def pack_args(payload: dict[str, Any]) -> dict[str, Any]:
         return out
     ev = dict.get(graph, "events")
     if not isinstance(ev, pd.DataFrame) or "args" not in ev.columns:
-        return payload
+        if isinstance(graph, LazyGraphAttrs):
+            # its table was replaced by one without args: the column packed before is stale,
+            # and the lazy attributes are saved as the plain dict they hold
+            out = {k: v for k, v in payload.items() if k not in PACKED_KEYS}
+            out["graph"] = graph.raw()
+            return out
+        return payload   # already packed as saved, or nothing to pack
     pos = list(ev.columns).index("args")
     blob = pickle.dumps(ev["args"].to_numpy(dtype=object), protocol=5)
     packed_graph = dict(graph.items()) if not isinstance(graph, LazyGraphAttrs) else graph.raw()
@@ -128,10 +141,18 @@ def unpack_json_args(ev: pd.DataFrame, packed: Any, path: str, file_size: int | 
     pos, buf, offsets = packed
     n = len(ev)
     text = np.frombuffer(buf, dtype=np.uint8)
-    fits = (int(offsets[0]) == 0 and int(offsets[-1]) == len(buf) and bool((np.diff(offsets) >= 2).all())
-            and bool((text[offsets[1:] - 1] == ord(",")).all()))
+    # in range first (a difference of wild int64 offsets can wrap around), then each event's
+    # text: at least one byte and a comma
+    fits = (n == 0 or (int(offsets.min()) >= 0 and int(offsets.max()) <= len(buf))) and (
+        int(offsets[0]) == 0 and int(offsets[-1]) == len(buf) and bool((np.diff(offsets) >= 2).all())
+        and bool((text[offsets[1:] - 1] == ord(",")).all()))
     if not fits:
         raise OpgraphInputError(path, "corrupt graph columns: the packed event args' offsets do not fit their text")
+    first = text[offsets[:-1]]
+    odd = np.flatnonzero((first != ord("{")) & (first != ord("n")))   # the typed pass keeps objects and null
+    if len(odd):
+        raise OpgraphInputError(path, f"corrupt graph columns: the packed args of event {int(odd[0])} are not an "
+                                      "object or null")
     try:
         vals = RawArgs(buf, offsets).decode()
     except orjson.JSONDecodeError as e:
@@ -295,4 +316,4 @@ class LazyGraphAttrs(dict):
 
 
 __all__ = ["ARGS_KEY", "JSON_ARGS_KEY", "PACKED_KEYS", "LazyGraphAttrs", "attach_raw_args", "check_json_packed",
-           "check_packed", "pack_args", "unpack_args", "unpack_json_args", "unpacker", "unpack_payload", "with_args"]
+           "check_packed", "pack_args", "releasing", "unpack_args", "unpack_json_args", "unpacker", "unpack_payload"]

@@ -23,6 +23,7 @@ from operator import attrgetter, is_
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import orjson
 
 from opgraph.errors import OpgraphInputError
@@ -141,7 +142,10 @@ class RawArgs:
         (the general path). Raises ``orjson.JSONDecodeError`` on text orjson does not take."""
         out: list = []
         for arr in self.json_arrays():
-            out += orjson.loads(b"".join((b"[[", arr, b"]]")))[0][0]
+            doc = orjson.loads(b"".join((b"[[", arr, b"]]")))
+            if len(doc) != 1 or len(doc[0]) != 1:   # text that closes the nesting early
+                raise orjson.JSONDecodeError("args text closes the events array early", "", 0)
+            out += doc[0][0]
         return out
 
     def column(self, path: str | None) -> np.ndarray:
@@ -203,4 +207,12 @@ class RawArgs:
 #: An args column as the builder reads it.
 ArgsColumn = DictArgs | RawArgs
 
-__all__ = ["CHUNK_EVENTS", "LINK_KEYS", "DictArgs", "RawArgs", "ArgsColumn"]
+def with_args(ev: pd.DataFrame, pos: int, col: np.ndarray) -> pd.DataFrame:
+    """A shallow copy of the event table ``ev`` with the ``args`` column ``col`` at ``pos``
+    (the frame without args may be shared, e.g. by a built graph)."""
+    out = ev.copy(deep=False)
+    out.insert(pos, "args", col)
+    return out
+
+
+__all__ = ["CHUNK_EVENTS", "LINK_KEYS", "DictArgs", "RawArgs", "ArgsColumn", "with_args"]

@@ -13,7 +13,7 @@ import pandas as pd
 
 from opgraph.errors import OpgraphInputError
 from opgraph.gc_pause import gc_paused
-from opgraph.ingest.event_args import ArgsColumn, DictArgs, RawArgs
+from opgraph.ingest.event_args import ArgsColumn, DictArgs, RawArgs, with_args
 
 #: Event kinds that become graph nodes.
 HOST_KINDS = ("annotation", "cpu_op", "python", "runtime")
@@ -77,9 +77,7 @@ class EventTable:
         if raw is not None:
             with gc_paused():   # a million dicts, freed by reference counting
                 col = raw.column(self.meta.get("file"))
-            ev = self._frame.copy(deep=False)   # the frame without args may be shared (a built graph)
-            ev.insert(self._args_at, "args", col)
-            self._frame, self._raw_args = ev, None
+            self._frame, self._raw_args = with_args(self._frame, self._args_at, col), None
         return self._frame
 
     @events.setter
