@@ -226,3 +226,31 @@ def assert_one_line_error(r: CliResult, path: str | Path, *needles: str) -> str:
 def one_line_error() -> Callable[..., str]:
     """:func:`assert_one_line_error` as a fixture."""
     return assert_one_line_error
+
+
+def same_values(a: object, b: object) -> bool:
+    """Equal values of equal types, recursively (NaN equals NaN; 1 is not 1.0 or True)."""
+    import math
+
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(same_values(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same_values(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) and math.isnan(a):
+        return math.isnan(b)
+    return a == b
+
+
+def write_payload(path: Path, payload: dict) -> Path:
+    """``payload`` saved as a ``.gpickle`` exactly as given (already packed, or edited after
+    packing), the way opgraph's own pickler writes a column payload."""
+    from opgraph.graph.io import GraphPickler, _rebuild_digraph
+
+    class _Raw:
+        def __reduce__(self):
+            return _rebuild_digraph, (payload,)
+    with open(path, "wb") as fh:
+        GraphPickler(fh, protocol=5).dump(_Raw())
+    return path

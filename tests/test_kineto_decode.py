@@ -6,14 +6,13 @@ back to the general path with the same answers and the same one-line errors."""
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
 import orjson
 import pandas as pd
 import pytest
-from conftest import KINETO_FILES, SYNTH_TRACES, TRACES, kineto_params
+from conftest import KINETO_FILES, SYNTH_TRACES, TRACES, kineto_params, same_values
 
 from opgraph.errors import OpgraphInputError
 from opgraph.ingest import parse_trace_doc, read_trace, read_trace_doc
@@ -21,19 +20,6 @@ from opgraph.ingest.event_args import LINK_KEYS, DictArgs, RawArgs
 from opgraph.ingest.kineto import parse_json
 from opgraph.ingest.kineto_decode import FieldColumns, decode_kineto
 from opgraph.ingest.source import read_source
-
-
-def _same(a: object, b: object) -> bool:
-    """Equal values of equal types, recursively (NaN equals NaN; 1 is not 1.0 or True)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    if isinstance(a, float) and math.isnan(a):
-        return math.isnan(b)
-    return a == b
 
 
 def _assert_tables_equal(fast, slow) -> None:
@@ -48,7 +34,7 @@ def _assert_tables_equal(fast, slow) -> None:
             assert np.array_equal(x.cat.codes.to_numpy(), y.cat.codes.to_numpy()), c
         elif x.dtype == object:
             xs, ys = x.tolist(), y.tolist()
-            bad = [i for i, (u, v) in enumerate(zip(xs, ys)) if not _same(u, v)]
+            bad = [i for i, (u, v) in enumerate(zip(xs, ys)) if not same_values(u, v)]
             assert not bad, (c, bad[:3], xs[bad[0]], ys[bad[0]])
         else:
             assert np.array_equal(x.to_numpy(), y.to_numpy()), c
@@ -78,10 +64,10 @@ def _assert_raw_args_read_as_dicts(raw: RawArgs, dicts: DictArgs) -> None:
     some = every[::7][::-1].copy()   # out of order, every seventh
     for idx in (every, some):
         want, got = dicts.rows(idx), raw.rows(idx)
-        assert len(got) == len(want) and all(_same(u, v) for u, v in zip(got, want))
+        assert len(got) == len(want) and all(same_values(u, v) for u, v in zip(got, want))
         for key in LINK_KEYS:
             want, got = dicts.key_values(key, idx), raw.key_values(key, idx)
-            assert all(_same(u, v) for u, v in zip(got, want)), key
+            assert all(same_values(u, v) for u, v in zip(got, want)), key
 
 
 @pytest.mark.real_traces
@@ -109,7 +95,7 @@ def test_typed_decoder_equals_general_path_on_synthesized_traces(path: Path) -> 
     _assert_tables_equal(fast, slow)
 
 
-def _write(tmp_path: Path, doc: object, name: str = "t.json") -> Path:
+def write_payload(tmp_path: Path, doc: object, name: str = "t.json") -> Path:
     p = tmp_path / name
     p.write_bytes(orjson.dumps(doc) if not isinstance(doc, bytes) else doc)
     return p
@@ -135,7 +121,7 @@ _EVENTS = [
 def test_odd_but_valid_events_agree(tmp_path: Path) -> None:
     """Digit-string pids, string flow ids, explicit nulls, instant scopes, a numeric name, bp
     on a non-flow: both paths keep them the same way."""
-    p = _write(tmp_path, {"traceEvents": _EVENTS, "deviceProperties": [{"id": 0}], "x": {"y": 1}})
+    p = write_payload(tmp_path, {"traceEvents": _EVENTS, "deviceProperties": [{"id": 0}], "x": {"y": 1}})
     fast_doc, fast, slow = _both(p)
     assert isinstance(fast_doc["traceEvents"], FieldColumns)
     _assert_tables_equal(fast, slow)
@@ -149,7 +135,7 @@ def test_large_integers_get_the_general_paths_values(tmp_path: Path) -> None:
     typed pass steps aside."""
     ev = (b'{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 5, "dur": 1, '
           b'"args": {"stream": 1180591620717411303424, "Comms Id": 18446744073709551615, "correlation": 1}}')
-    p = _write(tmp_path, b'{"traceEvents": [' + ev + b"]}")
+    p = write_payload(tmp_path, b'{"traceEvents": [' + ev + b"]}")
     fast_doc, fast, slow = _both(p)
     assert isinstance(fast_doc["traceEvents"], FieldColumns)
     _assert_tables_equal(fast, slow)
@@ -161,7 +147,7 @@ def test_large_integers_get_the_general_paths_values(tmp_path: Path) -> None:
 
 def test_unknown_keys_take_the_general_path(tmp_path: Path) -> None:
     ev = [dict(_EVENTS[0], tts=5, cname="good")] + _EVENTS[1:]
-    p = _write(tmp_path, {"traceEvents": ev})
+    p = write_payload(tmp_path, {"traceEvents": ev})
     assert decode_kineto(p.read_bytes()) is None
     table = read_trace(p)
     assert table.events["extra"].iloc[0] == {"tts": 5, "cname": "good"}
@@ -187,7 +173,7 @@ def test_what_the_typed_pass_does_not_take(doc: bytes) -> None:
     (b'{"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1, "args": 3}]}', "'args'"),
 ])
 def test_bad_events_keep_their_one_line_errors(tmp_path: Path, body: bytes, needle: str) -> None:
-    p = _write(tmp_path, body)
+    p = write_payload(tmp_path, body)
     with pytest.raises(OpgraphInputError) as e:
         read_trace(p)
     msg = str(e.value)
@@ -201,7 +187,7 @@ def test_deep_args_are_bounded_the_same_way(tmp_path: Path, depth: int) -> None:
     deep = b'{"a":' * depth + b"1" + b"}" * depth
     body = (b'{"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1, "args": {"d": '
             + deep + b"}}]}")
-    p = _write(tmp_path, body)
+    p = write_payload(tmp_path, body)
     try:
         slow_doc = parse_json(read_source(p))
     except OpgraphInputError:
@@ -227,7 +213,7 @@ def test_without_msgspec_files_go_the_general_way(tmp_path: Path, monkeypatch: p
 
     from opgraph.ingest import kineto_decode
 
-    p = _write(tmp_path, {"traceEvents": _EVENTS})
+    p = write_payload(tmp_path, {"traceEvents": _EVENTS})
     want = read_trace(p)
     kineto_decode._decoders.cache_clear()
     monkeypatch.setitem(sys.modules, "msgspec", None)   # import msgspec -> ImportError
@@ -258,7 +244,7 @@ def test_raw_args_read_as_the_general_path(tmp_path: Path, args: str) -> None:
     """Args that look odd to the checks but that orjson takes stay raw, and read (rows,
     linking keys, the whole column) exactly as the general path decodes them; linking keys
     the typed key decode does not take are read from the decoded args."""
-    p = _write(tmp_path, _one_event(args.encode()))
+    p = write_payload(tmp_path, _one_event(args.encode()))
     fast_doc, fast, slow = _both(p)
     assert isinstance(fast_doc["traceEvents"].args, RawArgs)
     _assert_tables_equal(fast, slow)
@@ -274,7 +260,7 @@ def test_args_orjson_refuses_take_the_general_path(tmp_path: Path, args: bytes, 
     time (never later, when the args are decoded)."""
     body = _one_event(args)
     assert decode_kineto(body) is None
-    p = _write(tmp_path, body)
+    p = write_payload(tmp_path, body)
     with pytest.raises(OpgraphInputError) as e:
         read_trace(p)
     with pytest.raises(OpgraphInputError) as g:
@@ -288,7 +274,7 @@ def test_args_that_are_not_objects_are_decoded_at_once(tmp_path: Path, args: byt
     the builder words the error."""
     doc = decode_kineto(_one_event(args))
     assert doc is not None and isinstance(doc["traceEvents"].args, list)
-    p = _write(tmp_path, _one_event(args))
+    p = write_payload(tmp_path, _one_event(args))
     with pytest.raises(OpgraphInputError, match="event 1: 'args' has the wrong type"):
         read_trace(p)
 
@@ -304,7 +290,7 @@ def test_args_nested_past_the_bound_are_decoded_at_once(tmp_path: Path) -> None:
 def test_reading_the_table_decodes_once_and_leaves_the_frame(tmp_path: Path) -> None:
     """``EventTable.events`` puts the decoded column in place of the raw text; the frame
     read before (shared by a graph being built) is left without it."""
-    p = _write(tmp_path, {"traceEvents": _EVENTS})
+    p = write_payload(tmp_path, {"traceEvents": _EVENTS})
     t = read_trace(p)
     assert t.args_pending and t.raw_args is not None
     frame = t.frame
@@ -320,11 +306,11 @@ def test_raw_args_decode_the_same_in_chunks(tmp_path: Path, monkeypatch: pytest.
     gives the values of one call over all events."""
     from opgraph.ingest import event_args
 
-    p = _write(tmp_path, {"traceEvents": _EVENTS})
+    p = write_payload(tmp_path, {"traceEvents": _EVENTS})
     want = orjson.loads(p.read_bytes())["traceEvents"]
     monkeypatch.setattr(event_args, "CHUNK_EVENTS", chunk)
     fast_doc, fast, slow = _both(p)
     raw = fast_doc["traceEvents"].args
     assert isinstance(raw, RawArgs)
-    assert all(_same(u, e.get("args")) for u, e in zip(raw.decode(), want))
+    assert all(same_values(u, e.get("args")) for u, e in zip(raw.decode(), want))
     _assert_tables_equal(fast, slow)

@@ -13,12 +13,12 @@ import networkx as nx
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from conftest import KINETO_FILES, requires_traces
+from conftest import KINETO_FILES, requires_traces, write_payload
 
 import opgraph
 from opgraph.cli import main
 from opgraph.errors import OpgraphInputError
-from opgraph.graph.io import GraphPickler, load_any, load_gpickle, save_gpickle
+from opgraph.graph.io import load_any, load_gpickle, save_gpickle
 from opgraph.graph.model import TraceGraph
 from opgraph.graph.packed_args import ARGS_KEY, LazyGraphAttrs, pack_args
 from opgraph.graph.payload import graph_to_payload
@@ -111,17 +111,6 @@ def test_pack_args_of_a_payload_round_trips(tmp_path: Path) -> None:
     _same_table(tg.graph["events"], G.graph["events"])
 
 
-def _write(path: Path, payload: dict) -> Path:
-    """``payload`` saved exactly as given (already packed, or edited after packing)."""
-    class _Raw:
-        def __reduce__(self):
-            from opgraph.graph.io import _rebuild_digraph
-            return _rebuild_digraph, (payload,)
-    with open(path, "wb") as fh:
-        GraphPickler(fh, protocol=5).dump(_Raw())
-    return path
-
-
 def _deep(depth: int) -> dict:
     d: dict = {}
     for _ in range(depth):
@@ -159,7 +148,7 @@ def test_bad_packed_args_are_one_line(tmp_path: Path, case: str) -> None:
     p = pack_args(graph_to_payload(G))
     pos, blob = p[ARGS_KEY]
     p[ARGS_KEY] = edit(pos, blob, len(G.graph["events"]))
-    bad = _write(tmp_path / "bad.gpickle", p)
+    bad = write_payload(tmp_path / "bad.gpickle", p)
     # networkx readers unpack while loading
     with pytest.raises(OpgraphInputError, match=re.escape(words)):
         load_gpickle(bad)

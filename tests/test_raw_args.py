@@ -15,12 +15,12 @@ import numpy as np
 import orjson
 import pytest
 from click.testing import CliRunner
-from conftest import KINETO_FILES, SYNTH_TRACES, requires_traces
+from conftest import KINETO_FILES, SYNTH_TRACES, requires_traces, same_values, write_payload
 
 import opgraph
 from opgraph.cli import main
 from opgraph.errors import OpgraphInputError
-from opgraph.graph.io import GraphPickler, load_any, load_gpickle, save_gpickle
+from opgraph.graph.io import load_any, load_gpickle, save_gpickle
 from opgraph.graph.packed_args import ARGS_KEY, JSON_ARGS_KEY, LazyGraphAttrs, pack_args, unpack_payload
 from opgraph.graph.payload import graph_to_payload
 from opgraph.ingest.event_args import RawArgs
@@ -38,17 +38,6 @@ def _general_args(trace: Path) -> list:
     doc = parse_json(read_source(trace))
     events = doc["traceEvents"] if isinstance(doc, dict) else doc
     return [e.get("args") for e in events]
-
-
-def _same(a: object, b: object) -> bool:
-    """Equal values of equal types, recursively (1 is not 1.0 or True)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    return a == b
 
 
 @pytest.fixture
@@ -90,7 +79,7 @@ def test_a_build_never_decodes_the_whole_args_column(tmp_path: Path, never_whole
     got = tg.graph["events"]["args"].tolist()
     assert never_whole == [len(got)] and not tg.graph.args_pending
     want = _general_args(trace)
-    assert len(got) == len(want) and all(_same(u, v) for u, v in zip(got, want))
+    assert len(got) == len(want) and all(same_values(u, v) for u, v in zip(got, want))
 
 
 def test_raw_args_round_trip_through_save_and_load(tmp_path: Path) -> None:
@@ -111,7 +100,7 @@ def test_raw_args_round_trip_through_save_and_load(tmp_path: Path) -> None:
         plain = pickle.load(fh)   # a plain unpickler: the DiGraph, args in place
     for ev in (tg2.graph["events"], load_gpickle(again).graph["events"], plain.graph["events"]):
         assert list(ev.columns).index("args") == pos
-        assert all(_same(u, v) for u, v in zip(ev["args"].tolist(), want))
+        assert all(same_values(u, v) for u, v in zip(ev["args"].tolist(), want))
     G = load_gpickle(again)
     assert all(G.nodes[n]["args"] is G.graph["events"]["args"].iloc[n] for n in G)
     # once read, a save writes the pickled form, as for any table that was read
@@ -143,20 +132,21 @@ def test_export_and_augment_are_unchanged(tmp_path: Path) -> None:
     raw_g = _built(tmp_path, trace)
     nx_g = tmp_path / "nx.gpickle"
     save_gpickle(load_any(trace), nx_g)
+    outs = _written(tmp_path, ["export", "{src}", "--perfetto", "{out}"], (trace, raw_g, nx_g))
+    assert outs[0] == outs[1] == outs[2]
+    aug = _written(tmp_path, ["augment", "{src}", "-o", "{out}"], (trace, raw_g))
+    assert aug[0] == aug[1]
+
+
+def _written(tmp_path: Path, args: list[str], sources: tuple[Path, ...]) -> list[bytes]:
+    """The bytes ``opgraph <args>`` writes for each of ``sources`` (``{src}``/``{out}`` filled)."""
     outs = []
-    for i, src in enumerate((trace, raw_g, nx_g)):
-        out = tmp_path / f"p{i}.json"
-        res = CliRunner().invoke(main, ["export", str(src), "--perfetto", str(out)], catch_exceptions=False)
+    for i, src in enumerate(sources):
+        out = tmp_path / f"{args[0]}{i}.json"
+        res = CliRunner().invoke(main, [a.format(src=src, out=out) for a in args], catch_exceptions=False)
         assert res.exit_code == 0, res.output
         outs.append(out.read_bytes())
-    assert outs[0] == outs[1] == outs[2]
-    aug = []
-    for i, src in enumerate((trace, raw_g)):
-        out = tmp_path / f"a{i}.json"
-        res = CliRunner().invoke(main, ["augment", str(src), "-o", str(out)], catch_exceptions=False)
-        assert res.exit_code == 0, res.output
-        aug.append(out.read_bytes())
-    assert aug[0] == aug[1]
+    return outs
 
 
 def test_a_job_of_raw_ranks_merges_whole_tables(tmp_path: Path) -> None:
@@ -187,17 +177,6 @@ def test_unpack_payload_of_a_built_payload(tmp_path: Path) -> None:
     out = unpack_payload(p)
     assert JSON_ARGS_KEY not in out and "args" in out["graph"]["events"].columns
     assert pack_args(out)[ARGS_KEY][0] == pos
-
-
-def _write(path: Path, payload: dict) -> Path:
-    """``payload`` saved exactly as given (edited after packing)."""
-    class _Raw:
-        def __reduce__(self):
-            from opgraph.graph.io import _rebuild_digraph
-            return _rebuild_digraph, (payload,)
-    with open(path, "wb") as fh:
-        GraphPickler(fh, protocol=5).dump(_Raw())
-    return path
 
 
 def _deep(depth: int) -> bytes:
@@ -258,7 +237,7 @@ def test_bad_raw_args_are_one_line(tmp_path: Path, case: str) -> None:
     p = dict(tg.payload)
     p["graph"] = tg.graph.raw()
     p[JSON_ARGS_KEY] = edit(*p[JSON_ARGS_KEY])
-    bad = _write(tmp_path / "bad.gpickle", p)
+    bad = write_payload(tmp_path / "bad.gpickle", p)
     with pytest.raises(OpgraphInputError, match=re.escape(words)):
         load_gpickle(bad)   # networkx readers decode while loading
     if when == "load":
@@ -281,7 +260,7 @@ def test_both_forms_at_once_are_refused(tmp_path: Path) -> None:
     p = dict(tg.payload)
     p["graph"] = tg.graph.raw()
     p[ARGS_KEY] = (p[JSON_ARGS_KEY][0], pickle.dumps(np.array([{}] * len(p["graph"]["events"]), dtype=object)))
-    bad = _write(tmp_path / "bad.gpickle", p)
+    bad = write_payload(tmp_path / "bad.gpickle", p)
     for model in (False, True):
         with pytest.raises(OpgraphInputError, match="packed twice"):
             load_gpickle(bad, model=model)
@@ -317,7 +296,7 @@ def test_real_traces_keep_raw_args_and_read_them_back(tmp_path: Path, never_whol
     assert JSON_ARGS_KEY in tg.payload
     got = tg.graph["events"]["args"].tolist()
     want = _general_args(trace)
-    assert len(got) == len(want) and all(_same(u, v) for u, v in zip(got, want))
+    assert len(got) == len(want) and all(same_values(u, v) for u, v in zip(got, want))
     G = load_any(trace)   # the networkx build: same table
     assert G.graph["events"].equals(tg.graph["events"])
     assert isinstance(load_gpickle(path), nx.DiGraph)
@@ -328,12 +307,7 @@ def test_synthesized_fixtures_export_the_same_from_raw_and_pickled_graphs(tmp_pa
     raw_g = _built(tmp_path, path)
     nx_g = tmp_path / "nx.gpickle"
     save_gpickle(load_any(path), nx_g)
-    outs = []
-    for i, src in enumerate((raw_g, nx_g)):
-        out = tmp_path / f"p{i}.json"
-        res = CliRunner().invoke(main, ["export", str(src), "--perfetto", str(out)], catch_exceptions=False)
-        assert res.exit_code == 0, res.output
-        outs.append(out.read_bytes())
+    outs = _written(tmp_path, ["export", "{src}", "--perfetto", "{out}"], (raw_g, nx_g))
     assert outs[0] == outs[1]
 
 

@@ -224,17 +224,15 @@ def edge_kinds_between(G: "nx.DiGraph | TraceGraph", us: Sequence[int], vs: Sequ
     such edge. A :class:`TraceGraph` looks every pair up at once in its sorted edge keys
     (no networkx view is made); a ``DiGraph`` in its adjacency."""
     if isinstance(G, TraceGraph):
-        if not len(us):
-            return []
         keys, kinds = G.edge_index
+        if not len(us) or not len(keys):
+            return [None] * len(us)
         a = G.arrays
         pu = key_positions(a.eid, np.asarray(us, dtype=np.int64))
         pv = key_positions(a.eid, np.asarray(vs, dtype=np.int64))
         q = pu * max(a.n, 1) + pv
-        at = np.searchsorted(keys, q).clip(0, max(len(keys) - 1, 0))
-        hit = (pu >= 0) & (pv >= 0) & (len(keys) > 0)
-        if len(keys):
-            hit &= keys[at] == q
+        at = np.minimum(np.searchsorted(keys, q), len(keys) - 1)
+        hit = (pu >= 0) & (pv >= 0) & (keys[at] == q)
         return [kinds[j] if h else None for j, h in zip(at.tolist(), hit.tolist())]
     succ = G._succ
     return [(succ[u][v].get("kind") if u in succ and v in succ[u] else None) for u, v in zip(us, vs)]

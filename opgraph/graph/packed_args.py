@@ -143,9 +143,9 @@ def unpack_json_args(ev: pd.DataFrame, packed: Any, path: str, file_size: int | 
     text = np.frombuffer(buf, dtype=np.uint8)
     # in range first (a difference of wild int64 offsets can wrap around), then each event's
     # text: at least one byte and a comma
-    fits = (n == 0 or (int(offsets.min()) >= 0 and int(offsets.max()) <= len(buf))) and (
-        int(offsets[0]) == 0 and int(offsets[-1]) == len(buf) and bool((np.diff(offsets) >= 2).all())
-        and bool((text[offsets[1:] - 1] == ord(",")).all()))
+    fits = (int(offsets.min()) >= 0 and int(offsets.max()) <= len(buf) and int(offsets[0]) == 0
+            and int(offsets[-1]) == len(buf) and bool((np.diff(offsets) >= 2).all())
+            and bool((text[offsets[1:] - 1] == ord(",")).all()))
     if not fits:
         raise OpgraphInputError(path, "corrupt graph columns: the packed event args' offsets do not fit their text")
     first = text[offsets[:-1]]

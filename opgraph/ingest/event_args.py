@@ -207,6 +207,7 @@ class RawArgs:
 #: An args column as the builder reads it.
 ArgsColumn = DictArgs | RawArgs
 
+
 def with_args(ev: pd.DataFrame, pos: int, col: np.ndarray) -> pd.DataFrame:
     """A shallow copy of the event table ``ev`` with the ``args`` column ``col`` at ``pos``
     (the frame without args may be shared, e.g. by a built graph)."""

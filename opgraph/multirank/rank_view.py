@@ -20,7 +20,7 @@ import pandas as pd
 
 from opgraph.graph.edge_kinds import renumbered
 from opgraph.graph.model import AnyGraph, TraceGraph
-from opgraph.graph.payload import graph_to_payload
+from opgraph.graph.payload import PICKLE_MAGIC, graph_to_payload
 
 
 def is_job(G: AnyGraph) -> bool:
@@ -61,8 +61,6 @@ def rank_payload(payload: dict[str, Any], graph: dict[str, Any], r: int, aligned
     ``rank`` column dropped; edges are the rank's own, ``collective`` ones left out, in the
     job's order, their node-id attributes taken back to local ids. Raises ``KeyError`` when
     the rank is not in the job or was not kept in full."""
-    from opgraph.graph.payload import PICKLE_MAGIC
-
     row = _rank_row_of(graph, r)
     off, n_ev = int(row["node_offset"]), int(row["n_events"])
     shift = 0 if aligned else int(row["clock_offset_ns"])
@@ -115,9 +113,8 @@ def rank_subgraph(G: AnyGraph, r: int, aligned: bool = False) -> AnyGraph:
     aligned clock). Raises ``KeyError`` when the rank is not in the job or was not kept
     in full."""
     if isinstance(G, TraceGraph):
-        _rank_row_of(G.graph, r)   # before the event table (and its args) is read
         return TraceGraph(rank_payload(G.payload, G.graph, r, aligned))
-    _rank_row_of(G.graph, r)
+    _rank_row_of(G.graph, r)   # before the whole job is turned into columns
     payload = graph_to_payload(G)
     if payload is None:
         raise ValueError("not an opgraph-built job graph: it has no column form")
