@@ -87,6 +87,26 @@ def _graph(g: "nx.DiGraph | TraceGraph | PathLike") -> nx.DiGraph:
     return load(g)
 
 
+def _sources(*gs: Any) -> tuple[str, ...]:
+    """The files no writer may replace: each argument that is a path (or list of paths), and
+    the files a graph was read from (``graph["source"]["file"]``, every rank's ``file`` of a
+    job graph). The writers add the device files in force (:func:`opgraph.outfiles.protected_inputs`)."""
+    got: list[str] = []
+    for g in gs:
+        if isinstance(g, (str, os.PathLike)):
+            got.append(os.fspath(g))
+        elif isinstance(g, (list, tuple)):
+            got += [os.fspath(x) for x in g if isinstance(x, (str, os.PathLike))]
+        elif isinstance(g, (nx.DiGraph, TraceGraph)):
+            src = g.graph.get("source")
+            if isinstance(src, dict) and isinstance(src.get("file"), str):
+                got.append(src["file"])
+            job = g.graph.get("job")
+            if isinstance(job, dict):
+                got += [r["file"] for r in job.get("ranks") or () if isinstance(r, dict) and isinstance(r.get("file"), str)]
+    return tuple(got)
+
+
 def _columns(g: "nx.DiGraph | TraceGraph | PathLike") -> "nx.DiGraph | TraceGraph":
     """``g`` for an analysis that reads columns: a graph as given, a path loaded as a
     :class:`TraceGraph` (no networkx dicts are made)."""
@@ -151,6 +171,10 @@ def build(trace: PathLike | Sequence[PathLike], output: PathLike | None = None, 
     >>> opgraph.load(out).number_of_nodes() == G.number_of_nodes()
     True
     """
+    if output is not None:
+        from opgraph.outfiles import check_output_path
+
+        check_output_path(output, _sources(trace, capture))  # before any work: never over an input
     if capture is not None:
         from opgraph.graph.build import build_graph
         from opgraph.graph.replay import attach_capture_files
@@ -164,7 +188,9 @@ def build(trace: PathLike | Sequence[PathLike], output: PathLike | None = None, 
     else:
         G = load(trace, format)
     if output is not None:
-        save(G, output)
+        from opgraph.graph.io import save_graph
+
+        save_graph(G, output, inputs=_sources(trace, capture, G))
     return G
 
 
@@ -172,7 +198,7 @@ def save(G: nx.DiGraph, path: PathLike) -> Path:
     """Save ``G`` by extension: ``.gpickle`` (fast) or node-link ``.json[.gz]``."""
     from opgraph.graph.io import save_graph
 
-    save_graph(G, path)
+    save_graph(G, path, inputs=_sources(G))
     return Path(path)
 
 
@@ -644,15 +670,17 @@ def export_perfetto(G: nx.DiGraph | PathLike, path: PathLike, window: str | None
     >>> opgraph.export_perfetto(opgraph.example_trace("gpu_bound"), out).exists()
     True
     """
+    inputs = _sources(G)
     G = _graph(G)
+    inputs += _sources(G)
     if isinstance(G.graph.get("job"), dict):
         from opgraph.export.perfetto_job import export_perfetto_job
 
-        export_perfetto_job(G, path)
+        export_perfetto_job(G, path, inputs=inputs)
     else:
         from opgraph.export.perfetto import export_perfetto as _export
 
-        _export(G, path, window=window)
+        _export(G, path, window=window, inputs=inputs)
     return Path(path)
 
 
@@ -669,9 +697,10 @@ def export_graphviz(G: nx.DiGraph | PathLike, path: PathLike, *, window: str | N
     """
     from opgraph.export.dot import graph_view, write_graphviz
 
+    inputs = _sources(G)
     G = _graph(G)
     v = graph_view(G, window=window, critical_only=critical_only, collapse=collapse)
-    write_graphviz(G, path, view=v)
+    write_graphviz(G, path, view=v, inputs=inputs + _sources(G))
     return Path(path)
 
 
@@ -698,7 +727,9 @@ def export_tables(G: nx.DiGraph | PathLike, directory: PathLike, fmt: str = "par
     (``parquet``, needing pyarrow, or ``csv``); the CLI's ``opgraph export --parquet DIR``."""
     from opgraph.export.graph_tables import write_tables
 
-    return write_tables(graph_tables(G), directory, fmt)
+    inputs = _sources(G)
+    G = _graph(G)
+    return write_tables(graph_tables(G), directory, fmt, inputs=inputs + _sources(G))
 
 
 def report_html(G: nx.DiGraph | PathLike, path: PathLike, *, batch_size: int | None = None,
@@ -713,7 +744,9 @@ def report_html(G: nx.DiGraph | PathLike, path: PathLike, *, batch_size: int | N
     """
     from opgraph.export.html import write_report
 
-    write_report(_graph(G), path, batch_size=batch_size, device=device)
+    inputs = _sources(G)
+    G = _graph(G)
+    write_report(G, path, batch_size=batch_size, device=device, inputs=inputs + _sources(G))
     return Path(path)
 
 

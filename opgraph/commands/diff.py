@@ -42,7 +42,7 @@ def diff(a: str, b: str, as_json: bool, name_level: str, include_same: bool, no_
         raise OpgraphInputError(a, str(e)) from None
     if csv_dir is not None:
         from opgraph.export.tables import diff_frames
-        write_frames(diff_frames(doc), csv_dir, b)
+        write_frames(diff_frames(doc), csv_dir, b, (a,))
     if as_json:
         emit_json(doc, "diff.schema.json")
         return

@@ -47,9 +47,6 @@ def report(input: str, by: str, as_json: bool, csv_dir: TableFiles | None, devic
         if not as_json and csv_dir is None:
             return
 
-    to_stdout = csv_dir is not None and csv_dir.csv == "-"
-    if as_json and to_stdout:
-        raise click.UsageError("--json and --csv - both write to stdout")
     G = load_input(input, rank=rank, model=True)
     try:
         res = roofline(G, device=device, dtype=dtype)
@@ -59,12 +56,7 @@ def report(input: str, by: str, as_json: bool, csv_dir: TableFiles | None, devic
         tab = group_table(res, by)
         if top is not None:
             tab = tab.head(top)
-        if to_stdout:
-            from opgraph.export.tables import spreadsheet_safe
-            click.echo(spreadsheet_safe(tab).to_csv(index=False), nl=False)
-            csv_dir = TableFiles(None, csv_dir.parquet, csv_dir.xlsx)
-        if csv_dir.parquet is not None or csv_dir.xlsx is not None or csv_dir.csv is not None:
-            write_frames({f"report_{by}": tab}, csv_dir, input)
+        write_frames({f"report_{by}": tab}, csv_dir, input)
         if not as_json:
             return
     doc = report_doc(res, by, top if as_json else None)
