@@ -105,9 +105,11 @@ def test_api_writers_never_replace_the_trace(tmp_path: Path) -> None:
     t = trace(tmp_path)
     before = t.read_bytes()
     g = opgraph.load(t)
+    link = tmp_path / "t.dot"    # another name of the trace: refused after resolving the link
+    link.symlink_to(t)
     for call in (lambda: opgraph.export_perfetto(g, t), lambda: opgraph.report_html(g, t),
                  lambda: opgraph.save(g, t), lambda: opgraph.build(t, t),
-                 lambda: opgraph.export_perfetto(t, t), lambda: opgraph.export_graphviz(g, tmp_path / "t.json")):
+                 lambda: opgraph.export_perfetto(t, t), lambda: opgraph.export_graphviz(g, link)):
         with pytest.raises(OpgraphInputError, match="input file"):
             call()
         assert t.read_bytes() == before
@@ -163,3 +165,79 @@ def test_xlsx_takes_control_characters(cli, tmp_path: Path) -> None:
         assert out.exists()
     got = pd.read_excel(tmp_path / "kernels.xlsx", sheet_name="kernels")
     assert got.iloc[0, 0] == "bad\\x01\\x00\\x1b[31mname\tok"
+
+
+# ------------------------------------------------------------- 3. device files
+def _raw_device_file(tmp_path: Path, text: str, name: str = "dev.json") -> Path:
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+@pytest.mark.parametrize("case", ["nan", "infinity", "1e400", "1e308", "zero", "negative", "dram 1e308",
+                                  "memory 1e308"])
+def test_device_file_peaks_must_be_finite_positive_and_bounded(cli, tmp_path: Path, case: str) -> None:
+    e = h100_entry()
+    text = None
+    if case in ("nan", "infinity", "1e400"):
+        token = {"nan": "NaN", "infinity": "Infinity", "1e400": "1e400"}[case]
+        e["peak_tflops"]["bf16"] = 123.25
+        text = json.dumps({"devices": [e]}).replace("123.25", token)
+    elif case == "1e308":
+        e["peak_tflops"]["bf16"] = 1e308
+    elif case == "zero":
+        e["peak_tflops"]["bf16"] = 0
+    elif case == "negative":
+        e["peak_tflops_sparse"]["fp8"] = -5
+    elif case == "dram 1e308":
+        e["dram_gbps"] = 1e308
+    else:
+        e["memory_gb"] = 1e308
+    dev = _raw_device_file(tmp_path, text) if text else device_file(tmp_path, [e])
+    for command in ("report", "shapes", "devices"):
+        args = [command, "--device-file", str(dev)] + ([str(trace(tmp_path))] if command != "devices" else [])
+        assert_one_line_error(cli(args), dev, "device file")
+
+
+def test_device_file_special_files_and_nesting(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    t = trace(tmp_path)
+    deep = _raw_device_file(tmp_path, "[" * 100_000, "deep.json")
+    cases = [deep, Path("/dev/zero")]
+    if hasattr(os, "mkfifo"):
+        fifo = tmp_path / "fifo.json"
+        os.mkfifo(fifo)
+        cases.append(fifo)
+    for dev in cases:
+        if not dev.exists():
+            continue
+        assert_one_line_error(cli(["report", str(t), "--device-file", str(dev)]), dev, "device file")
+        monkeypatch.setenv("OPGRAPH_DEVICES", str(dev))
+        assert_one_line_error(cli(["shapes", str(t)]), dev, "device file")
+        monkeypatch.delenv("OPGRAPH_DEVICES")
+
+
+def test_device_file_aliases_must_be_unique(cli, tmp_path: Path) -> None:
+    a = h100_entry()
+    b = dict(a, name="H100 Clone")
+    dev = device_file(tmp_path, [a, b])
+    line = assert_one_line_error(cli(["report", str(trace(tmp_path)), "--device-file", str(dev)]), dev, "alias")
+    assert "H100 Clone" in line and "H100 SXM" in line
+    # across two files in force
+    one, two = device_file(tmp_path, [a], "one.json"), device_file(tmp_path, [b], "two.json")
+    r = cli(["report", str(trace(tmp_path)), "--device-file", str(one), "--device-file", str(two), "--json"])
+    assert_one_line_error(r, two, "alias")
+
+
+def test_unknown_device_is_a_warning_on_every_percent_of_peak_command(cli, tmp_path: Path) -> None:
+    doc = json.loads(SYNTH.read_text())
+    doc["deviceProperties"] = [{"id": 0, "name": "NVIDIA Z9000 Future", "totalGlobalMem": 1 << 36,
+                                "computeMajor": 12, "computeMinor": 0, "numSms": 300, "warpSize": 32}]
+    t = tmp_path / "z.json"
+    t.write_text(json.dumps(doc))
+    for args in (["shapes", str(t)], ["shapes", str(t), "--json"], ["report", str(t), "--json"],
+                 ["report", str(t), "--csv", str(tmp_path / "o")]):
+        r = cli(args)
+        assert r.exit_code == 0, r.stderr
+        assert "Z9000 Future -> unknown (not in the peak table" in r.stderr, (args, r.stderr)
+    known = cli(["shapes", str(trace(tmp_path))])
+    assert "unknown" not in known.stderr

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from opgraph.commands.base import load_input, rank_option
+from opgraph.commands.base import load_input, rank_option, warn_unknown_devices
 from opgraph.device_options import device_file_option, device_option, dtype_option
 from opgraph.emit import emit_json
 from opgraph.errors import OpgraphInputError
@@ -23,7 +23,7 @@ from opgraph.table_options import TableFiles, table_file_options, write_frames
 @device_option
 @device_file_option
 @dtype_option
-@click.option("--top", default=None, type=int, help="Rows shown (default: 30 in the terminal, all with --json/--csv).")
+@click.option("--top", default=None, type=click.IntRange(min=1), help="Rows shown (default: 30 in the terminal, all with --json/--csv).")
 @click.option("--html", "html", default=None, metavar="PATH", type=click.Path(dir_okay=False),
               help="Write the one-file interactive HTML report (summary, critical path, idle, breakdowns, "
                    "roofline, overheads, trace health; docs/pictures.md). Opens offline.")
@@ -52,6 +52,8 @@ def report(input: str, by: str, as_json: bool, csv_dir: TableFiles | None, devic
         res = roofline(G, device=device, dtype=dtype)
     except ValueError as e:
         raise OpgraphInputError(input, str(e)) from None
+    if as_json or csv_dir is not None:  # the terminal report says it in its devices lines
+        warn_unknown_devices(input, [d.to_dict() for d in res.devices.values()])
     if csv_dir is not None:
         tab = group_table(res, by)
         if top is not None:
