@@ -241,3 +241,174 @@ def test_unknown_device_is_a_warning_on_every_percent_of_peak_command(cli, tmp_p
         assert "Z9000 Future -> unknown (not in the peak table" in r.stderr, (args, r.stderr)
     known = cli(["shapes", str(trace(tmp_path))])
     assert "unknown" not in known.stderr
+
+
+# ------------------------------------------------------------- 5. options and API arguments
+def test_cli_out_of_range_options_are_refused(cli, tmp_path: Path) -> None:
+    t = trace(tmp_path)
+    for args in (["idle", t, "--kernel-wait-us", "-5"], ["idle", t, "--top", "-1"],
+                 ["critical-path", t, "--top", "0"], ["report", t, "--top", "-3"]):
+        r = cli([str(a) for a in args])
+        assert r.exit_code == 2 and r.stdout == "" and "Traceback" not in r.stderr, (args, r.stderr)
+        assert args[2] in r.stderr
+
+
+API_CASES = [
+    ("what_if remove str", lambda o, g, j: o.what_if(g, remove="sgemm"), TypeError, "remove"),
+    ("what_if scale str", lambda o, g, j: o.what_if(g, scale_kernels="gemm=0.5"), TypeError, "scale_kernels"),
+    ("load None", lambda o, g, j: o.load(None), TypeError, "path"),
+    ("load int", lambda o, g, j: o.load(42), TypeError, "path"),
+    ("load bytes", lambda o, g, j: o.load(b"/x/t.json"), TypeError, "path"),
+    ("load graph", lambda o, g, j: o.load(g), TypeError, "path"),
+    ("load empty list", lambda o, g, j: o.load([]), ValueError, "path"),
+    ("build capture ints", lambda o, g, j: o.build(SYNTH, capture=[1, 2]), TypeError, "capture"),
+    ("summary batch 0", lambda o, g, j: o.summary(g, batch_size=0), ValueError, "batch_size"),
+    ("summary batch -3", lambda o, g, j: o.summary(g, batch_size=-3), ValueError, "batch_size"),
+    ("summary batch nan", lambda o, g, j: o.summary(g, batch_size=float("nan")), TypeError, "batch_size"),
+    ("summary batch str", lambda o, g, j: o.summary(g, batch_size="8"), TypeError, "batch_size"),
+    ("idle wait -5", lambda o, g, j: o.idle(g, kernel_wait_us=-5), ValueError, "kernel_wait_us"),
+    ("idle wait str", lambda o, g, j: o.idle(g, kernel_wait_us="x"), TypeError, "kernel_wait_us"),
+    ("launch cutoff -1", lambda o, g, j: o.launch_stats(g, call_cutoff_us=-1), ValueError, "call_cutoff_us"),
+    ("sequences top -1", lambda o, g, j: o.kernel_sequences(g, top=-1), ValueError, "top"),
+    ("memory window bad regex", lambda o, g, j: o.memory_timeline(g, window="("), ValueError, "window"),
+    ("memory window int", lambda o, g, j: o.memory_timeline(g, window=3), TypeError, "window"),
+    ("critical window int", lambda o, g, j: o.critical_path(g, window=3), TypeError, "window"),
+    ("critical ranks str", lambda o, g, j: o.critical_path(g, ranks="x"), TypeError, "ranks"),
+    ("critical ranks single", lambda o, g, j: o.critical_path(g, ranks=[0]), ValueError, "ranks"),
+    ("critical workers 0", lambda o, g, j: o.critical_path(j, workers=0), ValueError, "workers"),
+    ("critical workers str", lambda o, g, j: o.critical_path(j, workers="2"), TypeError, "workers"),
+    ("critical empty DiGraph", lambda o, g, j: o.critical_path(__import__("networkx").DiGraph()), ValueError, "G"),
+    ("critical plain DiGraph", lambda o, g, j: o.critical_path(
+        __import__("networkx").path_graph(5, create_using=__import__("networkx").DiGraph)), ValueError, "G"),
+    ("save int", lambda o, g, j: o.save(42, "y.gpickle"), TypeError, "G"),
+    ("save path int", lambda o, g, j: o.save(g, 1), TypeError, "path"),
+    ("perfetto txt", lambda o, g, j: o.export_perfetto(g, "x.txt"), ValueError, "path"),
+    ("graphviz folder", lambda o, g, j: o.export_graphviz(g, "."), ValueError, "path"),
+    ("diff None", lambda o, g, j: o.diff(g, None), TypeError, "b"),
+    ("advise None", lambda o, g, j: o.advise(None), TypeError, "G"),
+    ("memory_bandwidth bytes", lambda o, g, j: o.memory_bandwidth(b"x"), TypeError, "G"),
+    ("report by", lambda o, g, j: o.report(g, by="kernels"), ValueError, "by"),
+]
+
+
+@pytest.fixture(scope="module")
+def api_graph():
+    import opgraph
+
+    return opgraph.load(SYNTH)
+
+
+@pytest.mark.parametrize("case", API_CASES, ids=[c[0] for c in API_CASES])
+def test_api_arguments_are_checked(case, api_graph, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import opgraph
+
+    monkeypatch.chdir(tmp_path)
+    _, call, exc, name = case
+    with pytest.raises(exc) as info:
+        call(opgraph, api_graph, str(JOB))
+    msg = str(info.value)
+    assert msg.startswith(f"{name}") and "\n" not in msg, msg
+    assert not list(tmp_path.iterdir()), "nothing is written"
+
+
+def test_api_right_arguments_still_work(api_graph) -> None:
+    import opgraph
+
+    assert opgraph.what_if(api_graph, remove=["sgemm"]).to_frame()["predicted_us"].iloc[0] > 0
+    tup = opgraph.what_if(api_graph, remove=("sgemm",)).to_frame()
+    assert tup["predicted_us"].tolist() == opgraph.what_if(api_graph, remove=["sgemm"]).to_frame()["predicted_us"].tolist()
+    assert opgraph.summary(api_graph, batch_size=8).to_dict()["qps"] > 0
+    assert opgraph.idle(api_graph, kernel_wait_us=0).to_frame() is not None
+
+
+@pytest.mark.timeout(300)
+def test_workers_never_rerun_the_users_script(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script = tmp_path / "job.py"
+    script.write_text("import opgraph\nprint('BODY', flush=True)\n"
+                      f"g = opgraph.load({str(JOB)!r})\nprint('NODES', g.number_of_nodes(), flush=True)\n")
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=240, cwd=tmp_path,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.count("BODY") == 1, p.stdout
+    assert "NODES" in p.stdout
+
+
+# ------------------------------------------------------------- 6. scheduler addresses
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("address", ["foo", "tcp://[::1", "inproc://x", "http://127.0.0.1:9", "tls://127.0.0.1:1",
+                                     "ucx://127.0.0.1:1", "tcp://127.0.0.1:99999", "127.0.0.1"])
+def test_malformed_scheduler_address_is_one_line(cli, address: str) -> None:
+    import time
+
+    t0 = time.monotonic()
+    r = cli(["idle", str(JOB), "--scheduler", address])
+    assert_one_line_error(r, address, "scheduler")
+    assert time.monotonic() - t0 < 5
+
+
+def test_closed_port_is_one_line(cli) -> None:
+    addr = f"tcp://127.0.0.1:{_free_port()}"
+    assert_one_line_error(cli(["idle", str(JOB), "--scheduler", addr]), addr, "cannot connect")
+
+
+def _server(reply: bytes | None):
+    """A loopback TCP server that accepts and then sends ``reply`` (None: stays silent)."""
+    import socket
+    import threading
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    conns = []
+
+    def serve() -> None:
+        while True:
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                return
+            conns.append(c)
+            if reply is not None:
+                c.sendall(reply)
+    threading.Thread(target=serve, daemon=True).start()
+    return srv, conns, f"tcp://127.0.0.1:{srv.getsockname()[1]}"
+
+
+@pytest.mark.parametrize("reply", [None, b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n", b""])
+def test_silent_or_foreign_server_is_one_line_within_the_timeout(cli, monkeypatch: pytest.MonkeyPatch,
+                                                                 reply: bytes | None, tmp_path: Path) -> None:
+    import time
+
+    from opgraph.multirank import executor
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(executor, "PROBE_TIMEOUT_S", 1.0)
+    srv, conns, addr = _server(reply)
+    try:
+        for command in (["idle", str(JOB)], ["critical-path", str(JOB)], ["build", str(JOB), "-o", "x.gpickle"]):
+            t0 = time.monotonic()
+            r = cli([*command, "--scheduler", addr])
+            assert_one_line_error(r, addr, "scheduler")
+            assert time.monotonic() - t0 < 10
+    finally:
+        srv.close()
+        for c in conns:
+            c.close()
+
+
+def test_api_scheduler_address_is_checked() -> None:
+    import opgraph
+    from opgraph.errors import OpgraphInputError
+
+    with pytest.raises(OpgraphInputError, match="scheduler"):
+        opgraph.critical_path(str(JOB), scheduler="http://127.0.0.1:9")

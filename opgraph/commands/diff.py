@@ -23,7 +23,7 @@ from opgraph.errors import OpgraphInputError
 @click.option("--no-critical-path", is_flag=True, help="Skip the critical-path composition (faster).")
 @dtype_option
 @device_file_option
-@click.option("--top", default=20, show_default=True, help="Rows per table in the terminal.")
+@click.option("--top", type=click.IntRange(min=1), default=20, show_default=True, help="Rows per table in the terminal.")
 @table_file_options
 def diff(a: str, b: str, as_json: bool, name_level: str, include_same: bool, no_critical_path: bool,
          dtype: str | None, top: int, csv_dir: TableFiles | None, rank: int | None = None) -> None:
