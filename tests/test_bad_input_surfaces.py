@@ -412,3 +412,98 @@ def test_api_scheduler_address_is_checked() -> None:
 
     with pytest.raises(OpgraphInputError, match="scheduler"):
         opgraph.critical_path(str(JOB), scheduler="http://127.0.0.1:9")
+
+
+# ------------------------------------------------------------- 4. jobs
+def job_copy(tmp_path: Path, name: str = "job") -> Path:
+    d = tmp_path / name
+    shutil.copytree(JOB, d)
+    return d
+
+
+def set_rank(path: Path, rank: int) -> None:
+    doc = json.loads(path.read_text())
+    doc["distributedInfo"]["rank"] = rank
+    path.write_text(json.dumps(doc))
+
+
+PER_RANK = ["idle", "kernels", "queue", "categories", "launch-stats", "memory-bw", "overlap"]
+
+
+@pytest.mark.timeout(600)
+def test_per_rank_commands_refuse_duplicate_ranks(cli, tmp_path: Path) -> None:
+    claimed = job_copy(tmp_path, "claimed")
+    set_rank(claimed / "rank1.json", 0)
+    copied = job_copy(tmp_path, "copied")
+    shutil.copy(copied / "rank0.json", copied / "rank0_copy.json")
+    for command in PER_RANK:
+        r = cli([command, str(claimed), "--json"])
+        assert_one_line_error(r, claimed / "rank0.json", "duplicate rank 0")
+    r = cli(["idle", str(copied), "--json"])      # rank0_copy.json names rank 0 as well
+    assert_one_line_error(r, copied / "rank0.json", "duplicate rank 0")
+    # a copy named as a rank the job lacks (ranks from file names): reported, not silent
+    named = job_copy(tmp_path, "named")
+    for p in named.iterdir():
+        doc = json.loads(p.read_text())
+        doc.pop("distributedInfo")
+        p.write_text(json.dumps(doc))
+    shutil.copy(named / "rank0.json", named / "rank7.json")
+    r = cli(["idle", str(named), "--json"])
+    assert r.exit_code == 0 and "rank7.json has the same content as rank0.json" in r.stderr, r.stderr
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("rank", [2**31 - 1, 2**62, 1_000_000])
+def test_rank_ids_are_bounded(cli, tmp_path: Path, rank: int) -> None:
+    d = job_copy(tmp_path)
+    set_rank(d / "rank3.json", rank)
+    for command in (["critical-path", str(d)], ["idle", str(d), "--json"], ["build", str(d), "-o",
+                                                                                  str(tmp_path / "j.gpickle")]):
+        assert_one_line_error(cli(command), d / "rank3.json", "rank id", "out of range")
+    assert not (tmp_path / "j.gpickle").exists()
+
+
+def test_saved_job_graph_with_a_huge_rank_id_is_refused(cli, tmp_path: Path) -> None:
+    import opgraph
+    from opgraph.graph.io import save_gpickle
+
+    g = opgraph.load(JOB)
+    g.graph["job"]["ranks"][3]["rank"] = 2**31
+    p = tmp_path / "j.gpickle"
+    save_gpickle(g, p)
+    r = cli(["export", str(p), "--perfetto", str(tmp_path / "p.json")])
+    assert_one_line_error(r, p, "rank id")
+
+
+def _nested_capture(tmp_path: Path, n: int, ends: int = 1) -> Path:
+    ev = [{"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamBeginCapture", "pid": 1, "tid": 1, "ts": 10 * i,
+           "dur": 1, "args": {"correlation": 100000 + i}} for i in range(n)]
+    t0 = 10 * n
+    ev += [{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": t0 + 10 * i,
+            "dur": 2, "args": {"correlation": 200000 + i, "kernel": f"k{i}"}} for i in range(n)]
+    t1 = t0 + 10 * n
+    ev += [{"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamEndCapture", "pid": 1, "tid": 1, "ts": t1 + 10 * i,
+            "dur": 1, "args": {"correlation": 300000 + i}} for i in range(ends)]
+    p = tmp_path / "cap.json"
+    p.write_text(json.dumps({"traceEvents": ev}))
+    return p
+
+
+@pytest.mark.timeout(120)
+def test_nested_capture_is_bounded(cli, tmp_path: Path) -> None:
+    import time
+
+    replay = ROOT / "fixtures" / "synth" / "cuda_graph.json"
+    cap = _nested_capture(tmp_path, 4000)             # the audit's 2 MB file: out of memory
+    t0 = time.monotonic()
+    r = cli(["build", str(replay), "--capture", str(cap), "-o", str(tmp_path / "g.gpickle")])
+    assert_one_line_error(r, cap, "nested more than 32 deep")
+    assert time.monotonic() - t0 < 60
+    # a few nested begins with one end: one capture (the innermost), not one per begin
+    from opgraph.graph.replay import captured_graphs
+    from opgraph.ingest import read_trace
+
+    graphs = captured_graphs(read_trace(_nested_capture(tmp_path, 5)))
+    assert len(graphs) == 1 and len(graphs[0].names) == 5
+    graphs = captured_graphs(read_trace(_nested_capture(tmp_path, 5, ends=5)))
+    assert len(graphs) == 5

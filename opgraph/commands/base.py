@@ -155,7 +155,7 @@ def per_rank_command(input: str, fn: Callable[..., Any], kwargs: dict[str, Any],
     takes the columnar :class:`~opgraph.graph.model.TraceGraph`."""
     import pandas as pd
 
-    from opgraph.pipelines import per_rank
+    from opgraph.pipelines import per_rank, per_rank_warnings
     from opgraph.progress import rank_progress
     from opgraph.schemas_util import check_output
 
@@ -165,6 +165,8 @@ def per_rank_command(input: str, fn: Callable[..., Any], kwargs: dict[str, Any],
     with rank_progress("analysing ranks") as progress:
         results = per_rank([input], fn, kwargs, workers=workers, scheduler=scheduler, progress=progress,
                            model=model)
+    for line in per_rank_warnings(results):
+        click.echo(f"warning: {input}: {line}", err=True)
     per = [(ra.rank, ra.result.tables()) for ra in results]
     merged: dict[str, pd.DataFrame] = {}
     for name in dict.fromkeys(n for _, t in per for n in t):  # every table name, first-seen order
