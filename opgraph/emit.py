@@ -9,6 +9,8 @@ from typing import Any
 import click
 import orjson
 
+from opgraph.exact_json import exact_default
+
 
 def emit_json(doc: Any, schema: str | None = None) -> None:
     """Print ``doc`` as JSON (checked against ``schemas/<schema>`` when given and output
@@ -17,4 +19,4 @@ def emit_json(doc: Any, schema: str | None = None) -> None:
         from opgraph.schemas_util import check_output
         check_output(doc, schema)
     click.echo(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
-                            | orjson.OPT_SERIALIZE_NUMPY).decode())
+                            | orjson.OPT_SERIALIZE_NUMPY, default=exact_default).decode())

@@ -229,10 +229,14 @@ def one_line_error() -> Callable[..., str]:
 
 
 def same_values(a: object, b: object) -> bool:
-    """Equal values of equal types, recursively (NaN equals NaN; 1 is not 1.0 or True)."""
+    """Equal values of equal types, recursively (NaN equals NaN; 1 is not 1.0 or True; an
+    :class:`~opgraph.exact_json.ExactNumber`, the float an args integer beyond 64 bits
+    decodes to, is a float)."""
     import math
 
-    if type(a) is not type(b):
+    from opgraph.exact_json import ExactNumber
+
+    if (float if type(a) is ExactNumber else type(a)) is not (float if type(b) is ExactNumber else type(b)):
         return False
     if isinstance(a, dict):
         return list(a) == list(b) and all(same_values(a[k], b[k]) for k in a)

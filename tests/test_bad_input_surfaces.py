@@ -507,3 +507,75 @@ def test_nested_capture_is_bounded(cli, tmp_path: Path) -> None:
     assert len(graphs) == 1 and len(graphs[0].names) == 5
     graphs = captured_graphs(read_trace(_nested_capture(tmp_path, 5, ends=5)))
     assert len(graphs) == 5
+
+
+# ------------------------------------------------------------- 7. exact values out
+BIG = 123456789012345678901234567890
+EXACT_ARGS = {"x": BIG, "y": -98765432109876543210987, "u64": 2**64 - 1, "i64": -(2**63), "tiny": 5e-324,
+              "huge": 1e308, "digits": "1234567890123456789012345", "nested": [{"z": BIG}]}
+
+
+def _exact_trace(tmp_path: Path) -> Path:
+    doc = json.loads(SYNTH.read_text())
+    for e in doc["traceEvents"]:
+        if e.get("cat") == "kernel":
+            e.setdefault("args", {}).update(EXACT_ARGS)
+            break
+    p = tmp_path / "big.json"
+    p.write_text(json.dumps(doc))
+    return p
+
+
+def _exact_args_in(path: Path) -> dict:
+    """The args holding ``x`` in a written trace or node-link graph, decoded exactly."""
+    import gzip
+
+    raw = path.read_bytes()
+    doc = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+    found = []
+
+    def walk(v):
+        if isinstance(v, dict):
+            if "x" in v and "nested" in v:
+                found.append(v)
+            for w in v.values():
+                walk(w)
+        elif isinstance(v, list):
+            for w in v:
+                walk(w)
+    walk(doc)
+    assert found, path.name
+    return found[0]
+
+
+def test_big_integers_are_written_exactly(cli, tmp_path: Path) -> None:
+    t = _exact_trace(tmp_path)
+    outs = {"perfetto": (["export", str(t), "--perfetto", str(tmp_path / "p.json")], tmp_path / "p.json"),
+            "augment": (["augment", str(t), "-o", str(tmp_path / "a.json")], tmp_path / "a.json"),
+            "node-link": (["build", str(t), "-o", str(tmp_path / "g.json.gz")], tmp_path / "g.json.gz"),
+            "gpickle": (["build", str(t), "-o", str(tmp_path / "g.gpickle")], None)}
+    for name, (args, out) in outs.items():
+        r = cli(args)
+        assert r.exit_code == 0, (name, r.stderr)
+        if out is not None:
+            got = _exact_args_in(out)
+            for k, v in EXACT_ARGS.items():
+                assert got[k] == v and type(got[k]) is type(v), (name, k, got[k])
+    # saved graphs written again keep them: from the pickle and from the node-link file
+    for src, out in ((tmp_path / "g.gpickle", tmp_path / "p2.json"), (tmp_path / "g.json.gz", tmp_path / "p3.json")):
+        r = cli(["export", str(src), "--perfetto", str(out)])
+        assert r.exit_code == 0, r.stderr
+        assert _exact_args_in(out)["x"] == BIG
+    r = cli(["build", str(tmp_path / "g.json.gz"), "-o", str(tmp_path / "g2.json")])
+    assert r.exit_code == 0 and _exact_args_in(tmp_path / "g2.json")["y"] == EXACT_ARGS["y"]
+
+
+def test_big_integers_are_floats_to_the_analyses(cli, tmp_path: Path) -> None:
+    import opgraph
+
+    g = opgraph.load(_exact_trace(tmp_path))
+    args = next(d["args"] for _, d in g.nodes(data=True) if isinstance(d.get("args"), dict) and "x" in d["args"])
+    assert isinstance(args["x"], float) and args["x"] == float(BIG) and args["u64"] == 2**64 - 1
+    for command in ("kernels", "report", "info", "summary"):
+        r = cli([command, str(tmp_path / "big.json"), "--json"])
+        assert r.exit_code == 0, (command, r.stderr)

@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import ROOT, CliResult, _run_cli
+from conftest import ROOT, CliResult, _run_cli, same_values
 
 SYNTH = ROOT / "fixtures" / "synth" / "gpu_bound.json"
 CUDA_GRAPH = ROOT / "fixtures" / "synth" / "cuda_graph.json"
@@ -276,6 +276,46 @@ def test_fuzz_capture_files(calls: list, deep: int) -> None:
             from opgraph.graph.replay import captured_graphs
             from opgraph.ingest import read_trace
             assert len(captured_graphs(read_trace(cap))) <= min(begins, ends)
+
+
+# --------------------------------------------------------------------------- raw args
+_ARG_SCALARS = (st.integers(min_value=-(10**40), max_value=10**40) | st.sampled_from([2**63, 2**64 - 1, 2**64,
+                -(2**63) - 1, 10**19, 5e-324, 1e308, -0.0]) | st.floats(allow_nan=False, allow_infinity=False)
+                | st.text(st.sampled_from("0123456789-.e\"x"), max_size=30) | st.booleans() | st.none())
+_ARG_VALUES = st.recursive(_ARG_SCALARS, lambda kids: st.lists(kids, max_size=3)
+                           | st.dictionaries(st.text("abcxyz", min_size=1, max_size=3), kids, max_size=3), max_leaves=8)
+
+
+@settings(FUZZ, max_examples=25)
+@given(args=st.dictionaries(st.text("pqrs", min_size=1, max_size=2), _ARG_VALUES, min_size=1, max_size=4),
+       writer=st.sampled_from(["perfetto", "augment", "node-link"]))
+def test_fuzz_raw_args_are_written_exactly(args: dict, writer: str) -> None:
+    doc = json.loads(SYNTH.read_text())
+    kernel = next(e for e in doc["traceEvents"] if e.get("cat") == "kernel")
+    kernel["args"] = {**kernel.get("args", {}), "fuzz": args}
+    with tempfile.TemporaryDirectory() as d:
+        folder = Path(d)
+        t = folder / "t.json"
+        t.write_text(json.dumps(doc))
+        out = folder / ("g.json" if writer == "node-link" else "o.json")
+        argv = {"perfetto": ["export", str(t), "--perfetto", str(out)], "augment": ["augment", str(t), "-o", str(out)],
+                "node-link": ["build", str(t), "-o", str(out)]}[writer]
+        r = _run_cli(argv)
+        check(r, f"raw args {writer}", {t: t.read_bytes()}, folder)
+        assert r.exit_code == 0, r.stderr
+        written = []
+
+        def walk(v: Any) -> None:
+            if isinstance(v, dict):
+                if "fuzz" in v:
+                    written.append(v["fuzz"])
+                for w in v.values():
+                    walk(w)
+            elif isinstance(v, list):
+                for w in v:
+                    walk(w)
+        walk(json.loads(out.read_bytes()))
+        assert written and same_values(written[0], args), f"{writer}: {written[:1]} != {args}"
 
 
 # --------------------------------------------------------------------------- the Python API

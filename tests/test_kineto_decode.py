@@ -140,7 +140,8 @@ def test_large_integers_get_the_general_paths_values(tmp_path: Path) -> None:
     assert isinstance(fast_doc["traceEvents"], FieldColumns)
     _assert_tables_equal(fast, slow)
     args = fast.events["args"].iloc[0]
-    assert type(args["stream"]) is float and args["Comms Id"] == 2**64 - 1
+    assert isinstance(args["stream"], float) and args["Comms Id"] == 2**64 - 1
+    assert args["stream"] == 1180591620717411303424.0 and args["stream"].text == "1180591620717411303424"
     big_pid = ev.replace(b'"pid": 0', b'"pid": 1180591620717411303424')
     assert decode_kineto(b'{"traceEvents": [' + big_pid + b"]}") is None
 

@@ -6,6 +6,7 @@ Pure analysis: two graphs in, one JSON-ready document out.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -13,6 +14,7 @@ import numpy as np
 import orjson
 import pandas as pd
 
+from opgraph.exact_json import exact_default
 from opgraph.graph.model import AnyGraph
 from opgraph.names import HEX_RE, NAME_LEVELS, normalize_kernel_name
 from opgraph.analysis.roofline import RooflineResult, TraceColumns, isin_obj, roofline
@@ -104,7 +106,7 @@ def op_table(c: TraceColumns, res: RooflineResult) -> pd.DataFrame:
         return pd.DataFrame(columns=["count", "cpu_ns", "gpu_ns", "flops"],
                             index=pd.MultiIndex.from_arrays([[], [], []], names=["name", "shapes", "path"]))
     paths = call_paths(c)
-    dumps = orjson.dumps
+    dumps = functools.partial(orjson.dumps, default=exact_default)
 
     def shapes_of(a: Any) -> str:
         if not a:

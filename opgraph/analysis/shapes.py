@@ -44,6 +44,7 @@ import numpy as np
 import orjson
 import pandas as pd
 
+from opgraph.exact_json import exact_default
 from opgraph.analysis.display import TableResult, json_records, json_value
 from opgraph.analysis.roofline.kernel_names import COMPUTE_FAMILIES
 
@@ -90,7 +91,7 @@ def _text(v: Any) -> str | None:
     if v is None:
         return None
     try:
-        return orjson.dumps(v).decode()
+        return orjson.dumps(v, default=exact_default).decode()
     except TypeError:
         return str(v)
 

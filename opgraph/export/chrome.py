@@ -16,6 +16,7 @@ import numpy as np
 import orjson
 import pandas as pd
 
+from opgraph.exact_json import exact_default
 from opgraph.gc_pause import gc_paused
 from opgraph.outfiles import write_atomic
 from opgraph.graph.model import AnyGraph
@@ -108,7 +109,7 @@ def event_dicts(ev: pd.DataFrame, add_args: dict[int, dict[str, Any]] | None = N
 def iter_event_json(ev: pd.DataFrame, add_args: dict[int, dict[str, Any]] | None = None) -> Iterable[bytes]:
     """One JSON object (bytes) per row of the canonical table, in eid order."""
     for d in event_dicts(ev, add_args):
-        yield orjson.dumps(d, option=_OPTS)
+        yield orjson.dumps(d, option=_OPTS, default=exact_default)
 
 
 def extra_dicts(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -158,7 +159,7 @@ def write_trace_doc(top: dict[str, Any], ev: pd.DataFrame, path: str | Path,
         events = event_dicts(ev, add_args)
         events.extend(extra_dicts(extra_events or []))
         top["traceEvents"] = events
-        data = orjson.dumps(top, option=_OPTS)
+        data = orjson.dumps(top, option=_OPTS, default=exact_default)
         del events, top
     if str(path).endswith(".gz"):
         data = gzip.compress(data, compresslevel=6)

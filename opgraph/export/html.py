@@ -38,6 +38,7 @@ from typing import Any, Callable
 
 import orjson
 
+from opgraph.exact_json import exact_default
 from opgraph.export.html_format import chart as _chart
 from opgraph.export.html_format import esc as _esc
 from opgraph.export.html_format import fmt_num, fmt_pct, get_path  # noqa: F401  (re-exported for tests)
@@ -58,13 +59,13 @@ def script_json(doc: Any) -> str:
     and ``&`` written as ``\\u003c``/``\\u003e``/``\\u0026`` (the same JSON value), so no
     name can close the script (``</script>``) or open a comment or another script
     (``<!--<script>``, which puts the HTML parser in its double-escaped state)."""
-    text = orjson.dumps(doc, option=_ORJSON).decode()
+    text = orjson.dumps(doc, option=_ORJSON, default=exact_default).decode()
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def _json_roundtrip(doc: Any) -> Any:
     """``doc`` as the CLI prints it (orjson, numpy values converted), parsed back."""
-    return orjson.loads(orjson.dumps(doc, option=_ORJSON))
+    return orjson.loads(orjson.dumps(doc, option=_ORJSON, default=exact_default))
 
 
 # --------------------------------------------------------------------------- data

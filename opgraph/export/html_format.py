@@ -10,6 +10,8 @@ from typing import Any
 
 import orjson
 
+from opgraph.exact_json import exact_default
+
 
 def fmt_num(v: Any, nd: int = 3) -> str:
     """A number as printed: thousands separators, ``nd`` decimals with trailing zeros
@@ -55,7 +57,7 @@ def num_span(data: dict[str, Any], src: str, path: str, unit: str = "", pct: boo
         return '<span class="num na">–</span>'
     unit_html = f'<span class="unit">{html.escape(unit)}</span>' if unit else ""
     return (f'<span class="num" data-src="{src}" data-path="{html.escape(path)}" '
-            f'data-value="{html.escape(orjson.dumps(v).decode())}" data-fmt="{"pct" if pct else nd}">'
+            f'data-value="{html.escape(orjson.dumps(v, default=exact_default).decode())}" data-fmt="{"pct" if pct else nd}">'
             f'{text}</span>{unit_html}')
 
 

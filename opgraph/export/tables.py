@@ -437,8 +437,10 @@ def json_text(v: Any) -> Any:
     """A dict / list / tuple cell as JSON text (tables take scalars only); others unchanged."""
     import orjson
 
+    from opgraph.exact_json import exact_default
+
     if isinstance(v, (dict, list, tuple)):
-        return orjson.dumps(v, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS).decode()
+        return orjson.dumps(v, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS, default=exact_default).decode()
     return v
 
 

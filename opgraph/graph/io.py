@@ -246,7 +246,14 @@ def read_input(path: str | Path, format: str | None = None, step=None, model: bo
         from opgraph.ingest import parse_trace_doc
         doc = parse_trace_doc(src)
         if format is None and detect_format(src.data, doc) == "opgraph-graph":
+            from opgraph.exact_json import BIG_INT_RE, exact_loads
             from opgraph.schemas_util import validation_error
+
+            if BIG_INT_RE.search(src.data):  # rare: args integers beyond 64 bits, read exact
+                try:
+                    doc = exact_loads(src.data)
+                except (ValueError, RecursionError):
+                    pass  # orjson's reading stands (the nearest doubles)
             sample = dict(doc)
             for k in ("nodes", "edges"):
                 if not isinstance(sample.get(k, []), list):

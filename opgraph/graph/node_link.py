@@ -16,6 +16,7 @@ import numpy as np
 import orjson
 import pandas as pd
 
+from opgraph.exact_json import ExactNumber, exact_default
 from opgraph.ingest.table import ALL_KINDS
 from opgraph.outfiles import write_atomic
 
@@ -131,7 +132,10 @@ def from_node_link(doc: dict[str, Any]) -> nx.DiGraph:
 
 
 def json_default(o: Any) -> Any:
-    """JSON for the numpy scalars and arrays a node-link document may hold (orjson ``default``)."""
+    """JSON for the numpy scalars and arrays a node-link document may hold, and args
+    integers beyond 64 bits as the trace wrote them (orjson ``default``)."""
+    if isinstance(o, ExactNumber):
+        return exact_default(o)
     if isinstance(o, np.integer):
         return int(o)
     if isinstance(o, np.floating):

@@ -27,6 +27,7 @@ import pandas as pd
 import orjson
 
 from opgraph.errors import OpgraphInputError
+from opgraph.exact_json import BIG_INT_RE, exact_loads
 
 #: The keys read from args to link events (the Kineto reader's linking keys and the
 #: forward/backward keys of the graph builder), each with the other spelling read where it
@@ -141,12 +142,24 @@ class RawArgs:
         the values and the nesting depth allowed are exactly those of decoding the whole trace
         (the general path). Raises ``orjson.JSONDecodeError`` on text orjson does not take."""
         out: list = []
-        for arr in self.json_arrays():
+        for a, arr in zip(range(0, len(self), CHUNK_EVENTS), self.json_arrays()):
             doc = orjson.loads(b"".join((b"[[", arr, b"]]")))
             if len(doc) != 1 or len(doc[0]) != 1:   # text that closes the nesting early
                 raise orjson.JSONDecodeError("args text closes the events array early", "", 0)
-            out += doc[0][0]
+            vals = doc[0][0]
+            if BIG_INT_RE.search(arr):   # rare: integers beyond 64 bits, kept exact
+                self._exact(vals, np.arange(a, a + len(vals)))
+            out += vals
         return out
+
+    def _exact(self, vals: list, idx: np.ndarray) -> None:
+        """Decode again, in place, the values of events ``idx`` whose text holds an integer
+        beyond 64 bits (:func:`opgraph.exact_json.exact_loads`: such integers stay exact)."""
+        view = memoryview(self.buf)
+        for k, (s, e) in enumerate(zip(self.offsets[idx].tolist(), (self.offsets[idx + 1] - 1).tolist())):
+            text = bytes(view[s:e])
+            if BIG_INT_RE.search(text):
+                vals[k] = exact_loads(text)
 
     def column(self, path: str | None) -> np.ndarray:
         """:meth:`decode` as the event table's column (an object array); text orjson refuses
@@ -164,7 +177,11 @@ class RawArgs:
             return []
         view = memoryview(self.buf)
         parts = [view[s:e] for s, e in zip(self.offsets[idx].tolist(), (self.offsets[idx + 1] - 1).tolist())]
-        return orjson.loads(b"".join((b"[[[", b",".join(parts), b"]]]")))[0][0]
+        text = b"".join((b"[[[", b",".join(parts), b"]]]"))
+        vals = orjson.loads(text)[0][0]
+        if BIG_INT_RE.search(text):
+            self._exact(vals, idx)
+        return vals
 
     def key_values(self, key: str, idx: np.ndarray) -> list:
         """As :meth:`DictArgs.key_values`, for a key of :data:`LINK_KEYS`. The first call

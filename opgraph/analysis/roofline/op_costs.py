@@ -8,12 +8,14 @@ the arguments cannot cost alone get a second chance in
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
 import orjson
 
+from opgraph.exact_json import exact_default
 from opgraph.analysis.flops import COMPOSITE_OPS, OpCost, op_cost_from_args, op_family
 from opgraph.analysis.roofline.columns import TraceColumns
 from opgraph.analysis.roofline.conv_context import conv_context
@@ -78,7 +80,7 @@ def _costs_from_args(names: list[Any], argl: list[Any], world_size: int | None) 
     """:func:`op_cost_from_args` per op, once per distinct name and shape arguments."""
     cache: dict[tuple[str, bytes], OpCost | None] = {}
     res: list[OpCost | None] = []
-    dumps = orjson.dumps
+    dumps = functools.partial(orjson.dumps, default=exact_default)
     for nm, a in zip(names, argl):
         if not a:
             res.append(None)
