@@ -205,8 +205,11 @@ def augment_file(trace: str, output: str, *, fmt: str | None = None, device: str
     n_ann = sum(1 for v in add.values() if "kernel_flop" in v)
     msg = (f"{output}: {n_ann:,} events annotated; {s['modelled_kernels']:,}/{s['kernels']:,} kernels have a model"
            + (f" ({cov:.1f}% of kernel time)" if cov is not None else ""))
+    from opgraph.analysis.roofline.devices import unknown_device_lines
+
+    notes = [f"warning: {trace}: {line}" for line in unknown_device_lines([d.to_dict() for d in res.devices.values()])]
     return PipelineResult(msg, {"events_annotated": n_ann, "kernels": int(s["kernels"]),
-                                "modelled_kernels": int(s["modelled_kernels"]), "coverage_time_pct": cov})
+                                "modelled_kernels": int(s["modelled_kernels"]), "coverage_time_pct": cov}, notes)
 
 
 @dataclass

@@ -182,7 +182,8 @@ def test_device_file_peaks_must_be_finite_positive_and_bounded(cli, tmp_path: Pa
     if case in ("nan", "infinity", "1e400"):
         token = {"nan": "NaN", "infinity": "Infinity", "1e400": "1e400"}[case]
         e["peak_tflops"]["bf16"] = 123.25
-        text = json.dumps({"devices": [e]}).replace("123.25", token)
+        doc = json.loads((ROOT / "opgraph" / "devices" / "devices.json").read_text())
+        text = json.dumps(dict(doc, devices=[e])).replace("123.25", token)
     elif case == "1e308":
         e["peak_tflops"]["bf16"] = 1e308
     elif case == "zero":
@@ -235,7 +236,7 @@ def test_unknown_device_is_a_warning_on_every_percent_of_peak_command(cli, tmp_p
     t = tmp_path / "z.json"
     t.write_text(json.dumps(doc))
     for args in (["shapes", str(t)], ["shapes", str(t), "--json"], ["report", str(t), "--json"],
-                 ["report", str(t), "--csv", str(tmp_path / "o")]):
+                 ["report", str(t), "--csv", str(tmp_path / "o")], ["augment", str(t), "-o", str(tmp_path / "a.json")]):
         r = cli(args)
         assert r.exit_code == 0, r.stderr
         assert "Z9000 Future -> unknown (not in the peak table" in r.stderr, (args, r.stderr)
@@ -579,3 +580,11 @@ def test_big_integers_are_floats_to_the_analyses(cli, tmp_path: Path) -> None:
     for command in ("kernels", "report", "info", "summary"):
         r = cli([command, str(tmp_path / "big.json"), "--json"])
         assert r.exit_code == 0, (command, r.stderr)
+
+
+def test_overflowing_what_if_factor_is_one_line(cli_subprocess, tmp_path: Path) -> None:
+    t = trace(tmp_path)
+    for opt in ("--scale-kernels", "--scale-cpu"):
+        r = cli_subprocess(["predict", str(t), opt, ".*=1e308"])
+        assert r.exit_code == 2 and len(r.stderr.splitlines()) == 1, r.stderr   # no numpy RuntimeWarning lines
+        assert opt in r.stderr

@@ -28,6 +28,7 @@ def augment(trace: str, output: str, device: str | None, dtype: str | None, fmt:
     Every original event is written unchanged; ops and kernels with a cost model gain
     kernel_flop, kernel_num_gb, achieved_tflops, achieved_gbps, pct_peak_flops,
     pct_peak_bw, arithmetic_intensity and roofline_bound."""
+    from opgraph.export.console import clean
     from opgraph.pipelines import augment_file
     from opgraph.progress import BUILD_PHASES, phase_progress
 
@@ -35,6 +36,8 @@ def augment(trace: str, output: str, device: str | None, dtype: str | None, fmt:
     with phase_progress(f"augmenting {os.path.basename(trace)}", phases) as step:
         res = augment_file(trace, output, fmt=fmt, device=device, dtype=dtype, step=step)
     click.echo(res.message, err=True)
+    for line in res.notes:
+        click.echo(clean(line), err=True)
     if as_json:
         emit_json(outputs_doc("augment", (trace,), [output_entry(output, "chrome trace", res.message)], res.counts),
                   "outputs.schema.json")

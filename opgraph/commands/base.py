@@ -93,22 +93,15 @@ def load_input(path: str, fmt: str | None = None, label: str = "loading", job_ok
         raise OpgraphInputError(path, f"--rank {rank}: {e.args[0]} (kept in full: {format_rank_set(full)})") from None
 
 
-#: What an unknown device means for "% of peak", and how to name it (every command that
-#: reports % of peak says it: :func:`warn_unknown_devices`).
-UNKNOWN_DEVICE = ("not in the peak table: no % of peak for it; name it with --device, or add it with --device-file "
-                  "/ $OPGRAPH_DEVICES: docs/roofline.md")
-
-
 def warn_unknown_devices(path: str, devices: list[dict[str, Any]]) -> None:
     """One ``warning:`` line on stderr per device of a roofline result (``runtime_name``,
     ``table_name``) that the peak table does not resolve, so "% of peak" is never silently
     empty (stdout keeps the one document or table)."""
+    from opgraph.analysis.roofline.devices import unknown_device_lines
     from opgraph.export.console import clean
 
-    for d in devices:
-        if d.get("table_name") is None:
-            click.echo(clean(f"warning: {path}: device {d.get('device')}: {d.get('runtime_name') or '?'} -> unknown "
-                             f"({UNKNOWN_DEVICE})"), err=True)
+    for line in unknown_device_lines(devices):
+        click.echo(clean(f"warning: {path}: {line}"), err=True)
 
 
 def emit_result(input: str, tables: "dict[str, Any] | Callable[[], dict[str, Any]]", files: TableFiles | None,

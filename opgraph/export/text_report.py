@@ -14,6 +14,7 @@ def render_roofline_report(doc: dict[str, Any], console: Any, top: int, graph_re
     rows; ``graph_replays``: the trace replays CUDA/HIP graphs (said where kernels have no op)."""
     from rich.table import Table
 
+    from opgraph.analysis.roofline.devices import UNKNOWN_DEVICE
     from opgraph.devices import all_devices
     from opgraph.export.console import cell, print_table, styled
 
@@ -31,8 +32,7 @@ def render_roofline_report(doc: dict[str, Any], console: Any, top: int, graph_re
         peaks = ", ".join(f"{k} {v:g}" for k, v in pk.items() if v) if pk else "no peaks"
         console.print(styled(f"  device {d['device']}: {cell(d['runtime_name'] or None, '?')} -> ") + name
                       + styled(extra + (f"; {d['dram_gbps']:g} GB/s; TFLOP/s {peaks}" if d["table_name"] else
-                                        " (not in the peak table: no % of peak for it; name it with --device, or "
-                                        "add it with --device-file / $OPGRAPH_DEVICES: docs/roofline.md)")))
+                                        f" ({UNKNOWN_DEVICE})")))
     cov = s["coverage_time_pct"]
     console.print(
         f"  kernels {s['kernels']:,}, {s['kernel_time_us']:,.1f} µs; with a model: {s['modelled_kernels']:,}"

@@ -242,10 +242,11 @@ def apply(m: BoundaryModel, transforms: list[Transform], device_factors: np.ndar
 
     # spans of activities
     r_act = role == R["act"]
-    lag[r_act] *= kfac[own[r_act]]
-    # exclusive host time
     r_cpu = np.isin(role, (R["leaf"], R["first"], R["gap"], R["last"]))
-    lag[r_cpu] *= cfac[own[r_cpu]]
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflowing factor is refused below, in one line
+        lag[r_act] *= kfac[own[r_act]]
+        # exclusive host time
+        lag[r_cpu] *= cfac[own[r_cpu]]
     # launch calls
     if launch_ns is not None:
         ls, _ = a.out_edges("launch")

@@ -11,6 +11,19 @@ from typing import Any, Mapping
 from opgraph.devices import Device, all_devices, lookup, lookup_properties
 
 
+#: What an unknown device means for "% of peak", and how to name one: said by the terminal
+#: report and, as a warning, by every command that reports % of peak (:func:`unknown_device_lines`).
+UNKNOWN_DEVICE = ("not in the peak table: no % of peak for it; name it with --device, or add it with --device-file "
+                  "/ $OPGRAPH_DEVICES: docs/roofline.md")
+
+
+def unknown_device_lines(devices: list[dict[str, Any]]) -> list[str]:
+    """One line per device (:meth:`DeviceInfo.to_dict` dicts) the peak table does not
+    resolve: ``device 0: NVIDIA Z9000 -> unknown (not in the peak table: …)``."""
+    return [f"device {d.get('device')}: {d.get('runtime_name') or '?'} -> unknown ({UNKNOWN_DEVICE})"
+            for d in devices if d.get("table_name") is None]
+
+
 @dataclass
 class DeviceInfo:
     """The device used for one device index of the trace."""
