@@ -137,3 +137,64 @@ def test_idle_causes_exact(name: str, tmp_path: Path, cli) -> None:
     doc = json.loads(r.stdout)
     validate(doc, "idle.schema.json")
     assert doc["devices"][0]["causes_us"] == {k: float(v) for k, v in sc.idle["device"].items()}
+
+
+# ------------------------------------------------------------------ waits the trace shows (issue 30)
+def test_synchronous_launch_is_a_wait_and_moves_with_its_kernel(written: dict[str, Path]) -> None:
+    """The launch call that returned after its own kernel ended carries the evidence, the
+    health lists it, and halving the kernel shortens the step by half the kernel (315 µs):
+    the call's end waited for it."""
+    from opgraph.predict import parse_transforms, predict
+
+    G = load_any(str(written["synchronous_launch"]))
+    ev = [d.get("evidence") for *_, d in G.edges(data=True) if d["kind"] == "launch"]
+    assert ev == ["synchronous_launch"]
+    assert "synchronous_launch_inferred" in {h["code"] for h in G.graph["health"]}
+    res = predict(G, parse_transforms(scale_kernels=[".*=0.5"])).to_dict()
+    (st,) = res["steps"]
+    assert st["measured_us"] == 1000 and st["predicted_us"] == 685
+    res = predict(G, parse_transforms(scale_kernels=[".*=2"])).to_dict()
+    assert res["steps"][0]["predicted_us"] == 1630
+
+
+def test_profiler_stop_tail_is_flagged(written: dict[str, Path], cli) -> None:
+    G = load_any(str(written["profiler_stop_tail"]))
+    (w,) = critical_path(G).windows
+    assert w.profiler_stop_tail_ns == 2_600_000
+    (s,) = [s for s in w.path if s.edge == "profiler_stop_tail"]
+    assert (s.bound_by, s.name, _rel(s.start_ns), _rel(s.end_ns)) == ("untraced", "ProfilerStep#1", 400, 3000)
+    doc = json.loads(cli(["critical-path", str(written["profiler_stop_tail"]), "--json"]).stdout)
+    assert doc["windows"][0]["profiler_stop_tail_us"] == 2600.0
+    # a silence shorter than PROFILER_TAIL_MIN_NS is no stop tail
+    G2 = load_any(str(written["synchronous_launch"]))
+    assert critical_path(G2).windows[0].profiler_stop_tail_ns == 0
+
+
+def test_late_resume_carries_its_evidence(written: dict[str, Path]) -> None:
+    G = load_any(str(written["late_resume"]))
+    ho = [(G.nodes[u]["name"], G.nodes[v]["name"], d["evidence"]) for u, v, d in G.edges(data=True)
+          if d["kind"] == "handoff"]
+    assert ho == [("MmBackward", "## backward ##", "late_resume")]
+    (w,) = critical_path(G).windows
+    late = [s for s in w.path if s.edge == "late_resume"]
+    assert [(s.bound_by, _rel(s.start_ns), _rel(s.end_ns), s.inferred) for s in late] == \
+        [("untraced", 10000, 15000, True)]
+
+
+def test_dataloader_wait_in_path_and_idle(tmp_path: Path, cli) -> None:
+    """The DataLoader's wait is ``data_loading`` on the path (the step is "bound by" it) and
+    in the device's idle, where it is not blamed on any op; causes sum to the idle."""
+    from opgraph.analysis.idle import idle_time
+
+    sc = path_scenario("dataloader_wait")
+    p = write_path_scenario(sc, tmp_path)
+    G = load_any(str(p))
+    assert critical_path(G).windows[0].bound == "data_loading"
+    res = idle_time(G)
+    (d,) = res.devices
+    assert {k: v / 1000 for k, v in d.causes_ns.items()} == sc.idle["device"]
+    top = res.blame("top")
+    assert {n: b / 1000 for n, b in zip(top["name"], top["blame_ns"])} == sc.idle["blame_top"]
+    doc = json.loads(cli(["idle", str(p), "--json"]).stdout)
+    validate(doc, "idle.schema.json")
+    assert doc["devices"][0]["causes_us"]["data_loading"] == 1990.0

@@ -130,6 +130,42 @@ def test_no_cpu_while_the_thread_waits_for_another(kineto_graph) -> None:
             assert busy <= 0.5 * s.dur_ns, (w.name, s, busy)
 
 
+# ------------------------------------------------------------------ waits the trace shows (issue 30)
+def test_no_wait_is_called_cpu(kineto_graph) -> None:
+    """Issue "The waits that are still called CPU", "Done means": no ``cpu`` stretch of 1 ms
+    or more is an annotation's own time or a launch call whose own device work runs inside
+    it; the time after the trace fell silent is never ``cpu``; a DataLoader's own time is
+    ``data_loading``."""
+    from opgraph.analysis.critical_path.stop_tail import silent_from
+    from opgraph.graph.syncs import SYNC_LAUNCH_MIN_NS
+    from opgraph.graph.tree import data_loading_owners
+    from opgraph.names import annotation_like
+
+    G = kineto_graph
+    if not _has_activities(G):
+        pytest.skip("no device activities")
+    a, res = _cp(G)
+    annot = annotation_like(a.kind, a.name)
+    dl = data_loading_owners(a)
+    ls, ld = a.out_edges("launch")
+    inside = (a.ts[ld] >= a.ts[ls]) & (a.end[ld] <= a.end[ls]) & (a.end[ld] - a.ts[ld] >= SYNC_LAUNCH_MIN_NS)
+    waited_call = np.zeros(a.n, dtype=bool)
+    waited_call[ls[inside]] = True
+    silent = silent_from(a).get(0)
+    for w in res.windows:
+        for s in w.path:
+            if s.eid is None:
+                continue
+            p = a.pos_of[s.eid]
+            if s.bound_by == "cpu" and s.dur_ns >= 1_000_000:
+                assert not annot[p], (w.name, s)
+                assert not (waited_call[p] and s.edge == "leaf"), (w.name, s)
+            if s.bound_by == "cpu" and silent is not None:
+                assert s.start_ns < silent + 1_000_000 or s.edge == "leaf", (w.name, s)
+            if dl[p] and s.edge in ("leaf", "first", "gap", "last") and s.bound_by in ("cpu", "untraced"):
+                raise AssertionError((w.name, s, "a DataLoader's own time is data_loading"))
+
+
 # ------------------------------------------------------------------ idle causes (issue: idle blame that is true)
 def test_idle_causes_are_true(kineto_graph) -> None:
     """Per device and stream the causes sum to the measured idle; the CPU-induced part of a
@@ -153,7 +189,7 @@ def test_idle_causes_are_true(kineto_graph) -> None:
     launch = dict(zip(a.eid[ld].tolist(), a.ts[ls].tolist()))
     lt = np.array([launch.get(e, np.iinfo(np.int64).min) for e in g["ender"].tolist()], dtype=np.int64)
     host_late = np.clip(lt, g["start_ns"].to_numpy(), g["end_ns"].to_numpy()) - g["start_ns"].to_numpy()
-    assert ((g["cpu_induced"] + g["sync_drain"]).to_numpy() == host_late).all()
+    assert ((g["cpu_induced"] + g["sync_drain"] + g["data_loading"]).to_numpy() == host_late).all()
     assert int(res.blame("top")["blame_ns"].sum()) == res.cpu_induced_idle_ns
     assert (g[list(CAUSES)].sum(axis=1).to_numpy() == (g["end_ns"] - g["start_ns"]).to_numpy()).all()
 

@@ -8,7 +8,9 @@ Definitions (docs/idle.md)
   time order, from the activity ``x`` that ends it and its launch call ``c``:
   ``cpu_induced`` (the host was late: nothing was launched yet, from the gap start to
   ``c``'s start) less ``sync_drain`` (the part of that when the launching thread was blocked
-  in a synchronizing call: a sync emptied the queue and the host had not launched more);
+  in a synchronizing call, a synchronous launch included: a sync emptied the queue and the
+  host had not launched more) and less ``data_loading`` (the part when the thread waited in
+  a DataLoader's ``__next__``: :func:`opgraph.graph.tree.data_loading_owners`);
   ``launch_latency`` (``c`` ran and the activity started: from ``c``'s start, or the gap
   start, until ``c``'s end plus :data:`opgraph.graph.streams.LATE_START_NS`);
   ``device_wait`` (``x`` was held by an event wait, recorded or inferred: until the awaited
@@ -42,10 +44,14 @@ from opgraph.graph.model import AnyGraph, arrays_of
 from opgraph.analysis.display import TableResult
 from opgraph.graph.linking import DEVICE_SYNC_RE, EVENT_SYNC_RE, STREAM_SYNC_RE
 from opgraph.graph.streams import LATE_START_NS
+from opgraph.graph.tree import data_loading_owners, host_parent
+from opgraph.names import annotation_like
+from opgraph.time_categories import IDLE_CAUSES
 
 UNTRACED = "(untraced)"
-#: The causes of device idle, in the order they are split off a gap (docs/idle.md).
-CAUSES: tuple[str, ...] = ("cpu_induced", "sync_drain", "launch_latency", "kernel_gap", "device_wait", "untraced")
+#: The causes of device idle, in the order they are split off a gap (docs/idle.md; the
+#: catalog: :mod:`opgraph.time_categories`).
+CAUSES: tuple[str, ...] = tuple(IDLE_CAUSES)
 
 
 @dataclass
@@ -216,14 +222,10 @@ def _thread_segments(a: GraphArrays, members: np.ndarray) -> tuple[np.ndarray, n
 
 def _top_ancestor(a: GraphArrays) -> np.ndarray:
     """Position of each host node's top-level op: its outermost ``cpu_op`` ancestor (itself
-    included), or the node itself when no op contains it (e.g. a runtime call made directly
-    under an annotation)."""
-    ns, nd = a.out_edges("nest")
-    host = a.is_host
-    m = host[ns] & host[nd]
-    parent = np.full(a.n, -1, dtype=np.int64)
-    parent[nd[m]] = ns[m]
-    is_op = a.kind == "cpu_op"
+    included; a ``record_function`` label recorded as an op is not one), or the node itself
+    when no op contains it (e.g. a runtime call made directly under an annotation)."""
+    parent = host_parent(a)
+    is_op = (a.kind == "cpu_op") & ~annotation_like(a.kind, a.name)
     idx = np.arange(a.n, dtype=np.int64)
     best = np.where(is_op, idx, -1)
     cur = parent.copy()
@@ -238,11 +240,14 @@ def _top_ancestor(a: GraphArrays) -> np.ndarray:
 
 
 def _sync_calls(a: GraphArrays) -> np.ndarray:
-    """Per node: a host call that waits for the device (the target of a ``sync`` edge, or a
-    synchronize call by name)."""
+    """Per node: a host call that waits for the device (the target of a ``sync`` edge, a
+    synchronous launch (:func:`opgraph.graph.syncs.synchronous_launches`), or a synchronize
+    call by name)."""
     out = np.zeros(a.n, dtype=bool)
     _, yd = a.out_edges("sync")
     out[yd] = True
+    ls, _ld = a.out_edges("launch")
+    out[ls[a.edge_attr("launch", "evidence", None) == "synchronous_launch"]] = True
     rt = np.flatnonzero(a.kind == "runtime")
     if len(rt):
         uniq, inv = np.unique(np.array([x if isinstance(x, str) else "" for x in a.name[rt].tolist()], dtype=object),
@@ -388,17 +393,20 @@ def idle_time(G: AnyGraph, kernel_wait_us: float = 30.0, arr: GraphArrays | None
                                       int(glen[kern].sum()), int(glen[~host & ~kern].sum())))
             st_parts.append((si, 0, 0, sg0, sg1, ssp, slate, (0, 0, 0)))
     seg_cache: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # per lane, shared by both passes
-    blame, gap_drain = _blame(a, dev_gaps, is_sync, n_dev_gaps, collect=True, seg_cache=seg_cache)
-    _, st_drain = _blame(a, stream_gaps, is_sync, len(streams), collect=False, seg_cache=seg_cache)
+    is_dl = data_loading_owners(a)
+    blame, gap_drain, gap_dl = _blame(a, dev_gaps, is_sync, is_dl, n_dev_gaps, collect=True, seg_cache=seg_cache)
+    _, st_drain, st_dl = _blame(a, stream_gaps, is_sync, is_dl, len(streams), collect=False, seg_cache=seg_cache)
     gap_rows: list[pd.DataFrame] = []
     for di, g0, g1, ender, sp, base in dev_parts:
         d = devices[di]
         # a gap's drain is time inside its host-late part (thread segments never overlap);
         # the clip makes "0 <= cpu_induced" hold by construction
         drain = np.minimum(gap_drain[base:base + len(g0)], sp.host_end - g0)
+        dl = np.minimum(gap_dl[base:base + len(g0)], sp.host_end - g0 - drain)
         gap_rows.append(pd.DataFrame({
             "device": d.device, "ender": a.eid[ender], "start_ns": g0, "end_ns": g1,
-            "cpu_induced": sp.host_end - g0 - drain, "sync_drain": drain, "launch_latency": sp.lat_end - sp.host_end,
+            "cpu_induced": sp.host_end - g0 - drain - dl, "data_loading": dl, "sync_drain": drain,
+            "launch_latency": sp.lat_end - sp.host_end,
             "kernel_gap": sp.gap_end - sp.wait_end, "device_wait": sp.wait_end - sp.lat_end,
             "untraced": g1 - sp.gap_end,
             "held_by": np.where(sp.held, a.eid[np.maximum(sp.held_by, 0)], -1)}))
@@ -409,15 +417,18 @@ def idle_time(G: AnyGraph, kernel_wait_us: float = 30.0, arr: GraphArrays | None
             if r > 0:
                 k = _lane_name(a, hb)
                 by[k] = by.get(k, 0) + int(r)
-        d.cpu_induced_idle_ns = host_late - int(drain.sum())
-        d.causes_ns = {"cpu_induced": d.cpu_induced_idle_ns, "sync_drain": int(drain.sum()),
+        d.cpu_induced_idle_ns = host_late - int(drain.sum()) - int(dl.sum())
+        d.causes_ns = {"cpu_induced": d.cpu_induced_idle_ns, "data_loading": int(dl.sum()),
+                       "sync_drain": int(drain.sum()),
                        "launch_latency": d.launch_latency_ns, "kernel_gap": int((sp.gap_end - sp.wait_end).sum()),
                        "device_wait": int(wait.sum()), "untraced": int((g1 - sp.gap_end).sum())}
         d.device_wait_by_ns = dict(sorted(by.items(), key=lambda kv: -kv[1]))
     for si, _x, _y, sg0, sg1, ssp, slate, _z in st_parts:
         host_late = int((ssp.host_end - sg0).sum())
         s_drain = min(int(st_drain[si]), host_late)
-        streams[si].causes_ns = {"cpu_induced": host_late - s_drain, "sync_drain": s_drain,
+        s_dl = min(int(st_dl[si]), host_late - s_drain)
+        streams[si].causes_ns = {"cpu_induced": host_late - s_drain - s_dl, "data_loading": s_dl,
+                                 "sync_drain": s_drain,
                                  "launch_latency": int((ssp.lat_end - ssp.host_end).sum()),
                                  "kernel_gap": int((ssp.gap_end - ssp.wait_end).sum()),
                                  "device_wait": int((ssp.wait_end - ssp.lat_end).sum()),
@@ -439,19 +450,22 @@ def _lane_name(a: GraphArrays, p: int) -> str:
     return f"thread {a.pid[p]}/{a.tid[p]} ({a.name[p]})"
 
 
-def _blame(a: GraphArrays, gaps: list[tuple[int, int, int, int]], is_sync: np.ndarray, n_groups: int,
-           collect: bool = True, seg_cache: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
-           ) -> tuple[pd.DataFrame, np.ndarray]:
+def _blame(a: GraphArrays, gaps: list[tuple[int, int, int, int]], is_sync: np.ndarray, is_dl: np.ndarray,
+           n_groups: int, collect: bool = True,
+           seg_cache: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
+           ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
     """Split the host-late parts ``(g0, g1, launcher, group)`` of gaps over the innermost
     events of each launching thread: time whose innermost event is a synchronizing call is
-    the group's sync drain (returned per group), the rest is the CPU-induced idle, blamed
+    the group's sync drain, time whose innermost event is a data-loading wait (``is_dl``)
+    its data loading (both returned per group); the rest is the CPU-induced idle, blamed
     per event (a DataFrame, when ``collect``). ``seg_cache``: each lane's thread segments,
     kept across calls."""
     cols = ["eid", "kind", "name", "top_eid", "top_kind", "top_name", "blame_ns"]
     drain = np.zeros(n_groups, dtype=np.int64)
+    dl = np.zeros(n_groups, dtype=np.int64)
     empty = pd.DataFrame({c: pd.Series(dtype=object if "name" in c or "kind" in c else np.int64) for c in cols})
     if not gaps:
-        return empty, drain
+        return empty, drain, dl
     g = np.array(gaps, dtype=np.int64)
     lane_of_gap = a.lane[g[:, 2]]
     host = np.flatnonzero(a.is_host)
@@ -478,13 +492,16 @@ def _blame(a: GraphArrays, gaps: list[tuple[int, int, int, int]], is_sync: np.nd
         sync = ok >= 0
         sync[sync] = is_sync[ok[sync]]
         np.add.at(drain, gl[gi[sync], 3], ov[sync])
+        load = (ok >= 0) & ~sync
+        load[load] = is_dl[ok[load]]
+        np.add.at(dl, gl[gi[load], 3], ov[load])
         if collect:
-            rest = ~sync
+            rest = ~sync & ~load
             own_parts.append(np.where(ok[rest] >= 0, ok[rest], -1 - lane))   # untraced: one key per lane
             ov_parts.append(ov[rest])
     owners = np.concatenate(own_parts) if own_parts else np.empty(0, np.int64)
     if not collect or not len(owners):
-        return empty, drain
+        return empty, drain, dl
     top = _top_ancestor(a)
     # per owner, in order of first blame (as the sweep meets them)
     sums = pd.Series(np.concatenate(ov_parts)).groupby(owners, sort=False).sum()
@@ -501,4 +518,4 @@ def _blame(a: GraphArrays, gaps: list[tuple[int, int, int, int]], is_sync: np.nd
         "top_kind": np.where(real, a.kind[tp], "untraced"),
         "top_name": np.where(real, a.name[tp], UNTRACED),
         "blame_ns": vals,
-    }), drain
+    }), drain, dl

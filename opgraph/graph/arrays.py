@@ -42,7 +42,8 @@ class GraphArrays:
     pos_of: dict[int, int]
     rank: np.ndarray | None = None
     #: Per edge kind, per-edge attributes beyond ``kind`` (aligned with ``edges[kind]``):
-    #: ``inferred`` (bool), ``cat`` (flow category, object), and for ``handoff`` edges
+    #: ``inferred`` (bool), ``cat`` (flow category, object), ``evidence`` (what an inferred
+    #: dependency rests on, object; e.g. ``synchronous_launch`` on a launch edge), and for ``handoff`` edges
     #: ``first`` / ``wait_from`` (positions, -1: none), ``wait_from_end`` / ``resume_end`` (bool).
     edge_attrs: dict[str, dict[str, np.ndarray]] | None = None
     #: ``name`` factorized once (codes, distinct names), for :meth:`names_match`.
@@ -204,6 +205,10 @@ def _edge_attrs(rich: list[tuple[int, dict]], n_edges: int, codes: np.ndarray, u
         cat = np.full(n_edges, None, dtype=object)
         cat[idx] = [d.get("cat") for d in ds]
         full["cat"] = cat
+    if any("evidence" in d for d in ds):
+        evidence = np.full(n_edges, None, dtype=object)
+        evidence[idx] = [d.get("evidence") for d in ds]
+        full["evidence"] = evidence
     if any("wait_from" in d for d in ds):
         first = np.full(n_edges, -1, dtype=np.int64)
         wfrom = np.full(n_edges, -1, dtype=np.int64)

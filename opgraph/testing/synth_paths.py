@@ -29,6 +29,18 @@ Scenarios (:data:`PATH_SCENARIOS`):
 * ``stream_held``: a kernel starts long after its launch returned on an idle stream with
   nothing recorded holding it: ``launch_overhead`` only up to the launch latency bound,
   the rest ``untraced`` on the stream.
+* ``synchronous_launch``: a launch call (MTIA's ``runFunction``) returns only after its own
+  kernel ended: the path runs through the kernel, the call's end is a ``sync_wait``.
+* ``profiler_stop_tail``: the step annotation runs on 2.6 ms after the last op and kernel:
+  ``untraced``, marked as the profiler-stop tail.
+* ``late_resume``: ``## backward ##`` on the main thread while the autograd thread works;
+  the main thread resumes 5 ms after the worker's last event: the path crosses to the
+  worker and the late part is ``untraced``, never ``cpu``.
+* ``dataloader_wait``: the step waits 1.99 ms in a DataLoader's ``__next__``:
+  ``data_loading`` on the path and in the device's idle.
+
+An annotation's own time (``ProfilerStep#1`` with no child running) is ``untraced``: the
+thread recorded nothing in it.
 """
 
 from __future__ import annotations
@@ -51,7 +63,8 @@ STREAM = 7
 IDLE_SCENARIOS: tuple[str, ...] = ("idle_stream_wait_call", "idle_collective_join", "idle_pre_trace")
 
 PATH_SCENARIOS: tuple[str, ...] = ("autograd_handoff", "fwdbwd_flow", "sequence_number", "run_backward_wait",
-                                   "untraced_gap", "sleeping_helper", "overlapping_windows", "stream_held")
+                                   "untraced_gap", "sleeping_helper", "overlapping_windows", "stream_held",
+                                   "synchronous_launch", "profiler_stop_tail", "late_resume", "dataloader_wait")
 
 
 @dataclass
@@ -83,11 +96,12 @@ class _Doc:
         return self.x("cpu_op", name, ts, end, tid, args)
 
     def launch(self, ts: int, end: int, k_ts: int, k_end: int, kname: str, tid: int = MAIN,
-               stream: int = STREAM) -> None:
-        """A cudaLaunchKernel call and its kernel on (DEVICE, ``stream``), with the ac2g flow."""
+               stream: int = STREAM, call: str = "cudaLaunchKernel") -> None:
+        """A launch call (``call``, default cudaLaunchKernel) and its kernel on (DEVICE,
+        ``stream``), with the ac2g flow."""
         self.corr += 1
         c = self.corr
-        self.x("cuda_runtime", "cudaLaunchKernel", ts, end, tid, {"correlation": c, "cbid": 211})
+        self.x("cuda_runtime", call, ts, end, tid, {"correlation": c, "cbid": 211})
         self.kernel(k_ts, k_end, kname, c, stream)
         self.events.append({"ph": "s", "id": c, "pid": PID, "tid": tid, "ts": BASE_US + ts, "cat": "ac2g",
                             "name": "ac2g"})
@@ -147,21 +161,21 @@ def autograd_handoff() -> PathScenario:
     d.op("Optimizer.step", 820, 890)
     d.launch(830, 840, 845, 945, "sgd_kernel")
     d.runtime("cudaDeviceSynchronize", 900, 950)
-    segs = [_seg(0, 10, "cpu", "ProfilerStep#1"), _seg(10, 20, "cpu", "aten::mm"),
+    segs = [_seg(0, 10, "untraced", "ProfilerStep#1"), _seg(10, 20, "cpu", "aten::mm"),
             _seg(20, 30, "cpu", "cudaLaunchKernel"), _seg(30, 110, "cpu", "aten::mm"),
-            _seg(110, 120, "cpu", "ProfilerStep#1"), _seg(120, 130, "cpu", "aten::ones_like"),
+            _seg(110, 120, "untraced", "ProfilerStep#1"), _seg(120, 130, "cpu", "aten::ones_like"),
             _seg(130, 150, "thread_wait", None), _seg(150, 160, "cpu", "MmBackward"),
             _seg(160, 170, "launch_overhead", "cudaLaunchKernel"), _seg(170, 175, "launch_overhead", None),
             _seg(175, 775, "gpu_compute", "gemm_bwd"), _seg(775, 780, "sync_wait", "cudaStreamSynchronize"),
             _seg(780, 800, "cpu", "MmBackward"), _seg(800, 820, "thread_wait", None),
             _seg(820, 830, "cpu", "Optimizer.step"), _seg(830, 840, "launch_overhead", "cudaLaunchKernel"),
             _seg(840, 845, "launch_overhead", None), _seg(845, 945, "gpu_compute", "sgd_kernel"),
-            _seg(945, 950, "sync_wait", "cudaDeviceSynchronize"), _seg(950, 960, "cpu", "ProfilerStep#1")]
+            _seg(945, 950, "sync_wait", "cudaDeviceSynchronize"), _seg(950, 960, "untraced", "ProfilerStep#1")]
     # inferred: the two hand-off stretches and the two inferred syncs (no cuda_sync records)
     return PathScenario("autograd_handoff", d.document(), [
         {"name": "ProfilerStep#1", "start_us": 0, "end_us": 960, "path": segs, "inferred_us": 50,
-         "breakdown_us": {"cpu": 180, "launch_overhead": 30, "gpu_compute": 700, "sync_wait": 10,
-                          "thread_wait": 40}}])
+         "breakdown_us": {"cpu": 150, "untraced": 30, "launch_overhead": 30, "gpu_compute": 700,
+                          "sync_wait": 10, "thread_wait": 40}}])
 
 
 def _fwdbwd_common(d: _Doc, flow: bool, seqnr: bool) -> list[dict[str, Any]]:
@@ -170,16 +184,16 @@ def _fwdbwd_common(d: _Doc, flow: bool, seqnr: bool) -> list[dict[str, Any]]:
     d.op("Optimizer.step", 820, 890)
     d.launch(830, 840, 885, 985, "sgd_kernel")
     d.runtime("cudaDeviceSynchronize", 900, 990)
-    return [_seg(0, 10, "cpu", "ProfilerStep#1"), _seg(10, 20, "cpu", "aten::mm"),
+    return [_seg(0, 10, "untraced", "ProfilerStep#1"), _seg(10, 20, "cpu", "aten::mm"),
             _seg(20, 30, "cpu", "cudaLaunchKernel"), _seg(30, 110, "cpu", "aten::mm"),
             _seg(110, 150, "thread_wait", None), _seg(150, 160, "cpu", "MmBackward"),
             _seg(160, 170, "launch_overhead", "cudaLaunchKernel"), _seg(170, 175, "launch_overhead", None),
             _seg(175, 880, "gpu_compute", "gemm_bwd"), _seg(880, 885, "kernel_gap", None),
             _seg(885, 985, "gpu_compute", "sgd_kernel"), _seg(985, 990, "sync_wait", "cudaDeviceSynchronize"),
-            _seg(990, 1000, "cpu", "ProfilerStep#1")]
+            _seg(990, 1000, "untraced", "ProfilerStep#1")]
 
 
-_FWDBWD_BREAKDOWN = {"cpu": 130, "thread_wait": 40, "launch_overhead": 15, "gpu_compute": 805, "kernel_gap": 5,
+_FWDBWD_BREAKDOWN = {"cpu": 110, "untraced": 20, "thread_wait": 40, "launch_overhead": 15, "gpu_compute": 805, "kernel_gap": 5,
                      "sync_wait": 5}
 
 
@@ -207,12 +221,12 @@ def run_backward_wait() -> PathScenario:
     d.launch(140, 150, 160, 840, "gemm_bwd", tid=BWD)
     rb = "<built-in method run_backward of torch._C._EngineBase object>"
     bw = "autograd::engine::evaluate_function: MmBackward0"
-    segs = [_seg(0, 100, "cpu", "ProfilerStep#1"), _seg(100, 130, "thread_wait", rb), _seg(130, 140, "cpu", bw),
+    segs = [_seg(0, 100, "untraced", "ProfilerStep#1"), _seg(100, 130, "thread_wait", rb), _seg(130, 140, "cpu", bw),
             _seg(140, 150, "cpu", "cudaLaunchKernel"), _seg(150, 850, "cpu", bw), _seg(850, 900, "thread_wait", rb),
-            _seg(900, 1000, "cpu", "ProfilerStep#1")]
+            _seg(900, 1000, "untraced", "ProfilerStep#1")]
     return PathScenario("run_backward_wait", d.document(), [
         {"name": "ProfilerStep#1", "start_us": 0, "end_us": 1000, "path": segs, "inferred_us": 80,
-         "breakdown_us": {"cpu": 920, "thread_wait": 80}}])
+         "breakdown_us": {"cpu": 720, "untraced": 200, "thread_wait": 80}}])
 
 
 def _two_ops(d: _Doc) -> list[dict[str, Any]]:
@@ -246,18 +260,18 @@ def overlapping_windows() -> PathScenario:
     d.launch(10, 20, 30, 250, "long_kernel")
     d.x("user_annotation", "ProfilerStep#2", 120, 300)
     d.launch(130, 140, 250, 280, "queued_kernel")
-    w1 = [_seg(0, 10, "cpu", "ProfilerStep#1"), _seg(10, 20, "launch_overhead", "cudaLaunchKernel"),
+    w1 = [_seg(0, 10, "untraced", "ProfilerStep#1"), _seg(10, 20, "launch_overhead", "cudaLaunchKernel"),
           _seg(20, 30, "launch_overhead", None), _seg(30, 250, "gpu_compute", "long_kernel")]
-    w2 = [_seg(120, 130, "cpu", "ProfilerStep#2"), _seg(130, 140, "cpu", "cudaLaunchKernel"),
-          _seg(140, 300, "cpu", "ProfilerStep#2")]
+    w2 = [_seg(120, 130, "untraced", "ProfilerStep#2"), _seg(130, 140, "cpu", "cudaLaunchKernel"),
+          _seg(140, 300, "untraced", "ProfilerStep#2")]
     return PathScenario("overlapping_windows", d.document(), [
         {"name": "ProfilerStep#1", "start_us": 0, "end_us": 250, "path": w1, "inferred_us": 0,
-         "breakdown_us": {"cpu": 10, "launch_overhead": 20, "gpu_compute": 220}},
+         "breakdown_us": {"untraced": 10, "launch_overhead": 20, "gpu_compute": 220}},
         {"name": "ProfilerStep#2", "start_us": 120, "end_us": 300, "path": w2, "inferred_us": 0,
-         "breakdown_us": {"cpu": 180}}],
+         "breakdown_us": {"untraced": 170, "cpu": 10}}],
         # the summary counts [120, 250) once, in step 1: step 2 adds only [250, 300)
         {"span_us": 300, "sum_span_us": 430, "overlap_us": 130, "length_us": 300,
-         "breakdown_us": {"cpu": 60, "launch_overhead": 20, "gpu_compute": 220}})
+         "breakdown_us": {"untraced": 60, "launch_overhead": 20, "gpu_compute": 220}})
 
 
 def stream_held() -> PathScenario:
@@ -266,14 +280,100 @@ def stream_held() -> PathScenario:
     d.launch(10, 20, 3000, 3100, "held_kernel")
     d.runtime("cudaDeviceSynchronize", 30, 3110)
     # the launch returned at 20; launch latency up to 100 µs, then nothing explains the wait
-    segs = [_seg(0, 10, "cpu", "ProfilerStep#1"), _seg(10, 20, "launch_overhead", "cudaLaunchKernel"),
+    segs = [_seg(0, 10, "untraced", "ProfilerStep#1"), _seg(10, 20, "launch_overhead", "cudaLaunchKernel"),
             _seg(20, 120, "launch_overhead", None), _seg(120, 3000, "untraced", None),
             _seg(3000, 3100, "gpu_compute", "held_kernel"), _seg(3100, 3110, "sync_wait", "cudaDeviceSynchronize"),
-            _seg(3110, 5000, "cpu", "ProfilerStep#1")]
+            _seg(3110, 5000, "untraced", "ProfilerStep#1")]
     return PathScenario("stream_held", d.document(), [
         {"name": "ProfilerStep#1", "start_us": 0, "end_us": 5000, "path": segs, "inferred_us": 10,
-         "breakdown_us": {"cpu": 1900, "launch_overhead": 110, "untraced": 2880, "gpu_compute": 100,
+         "breakdown_us": {"launch_overhead": 110, "untraced": 4780, "gpu_compute": 100,
                           "sync_wait": 10}}])
+
+
+SYNC_CALL = "runFunction - job_prep_and_submit_for_execution"
+
+
+def synchronous_launch() -> PathScenario:
+    """A launch call that returns only after its 630 µs kernel ended (it starts 40 µs into
+    the call and runs 93 % of it): the call waited for it."""
+    d = _Doc()
+    d.x("user_annotation", "ProfilerStep#1", 0, 1000)
+    d.op("aten::forward", 10, 900)
+    d.launch(20, 700, 60, 690, "job", call=SYNC_CALL)
+    segs = [_seg(0, 10, "untraced", "ProfilerStep#1"), _seg(10, 20, "cpu", "aten::forward"),
+            _seg(20, 60, "launch_overhead", SYNC_CALL), _seg(60, 690, "gpu_compute", "job"),
+            _seg(690, 700, "sync_wait", SYNC_CALL), _seg(700, 900, "cpu", "aten::forward"),
+            _seg(900, 1000, "untraced", "ProfilerStep#1")]
+    return PathScenario("synchronous_launch", d.document(), [
+        {"name": "ProfilerStep#1", "start_us": 0, "end_us": 1000, "path": segs, "inferred_us": 10,
+         "breakdown_us": {"untraced": 110, "cpu": 210, "launch_overhead": 40, "gpu_compute": 630,
+                          "sync_wait": 10}}])
+
+
+def profiler_stop_tail() -> PathScenario:
+    """The last step's annotation closes at profiler stop, 2.6 ms after the last kernel."""
+    d = _Doc()
+    d.x("user_annotation", "ProfilerStep#1", 0, 3000)
+    d.op("aten::mm", 10, 200)
+    d.launch(20, 30, 30, 400, "gemm")
+    segs = [_seg(0, 10, "untraced", "ProfilerStep#1"), _seg(10, 20, "cpu", "aten::mm"),
+            _seg(20, 30, "cpu", "cudaLaunchKernel"), _seg(30, 200, "cpu", "aten::mm"),
+            _seg(200, 400, "untraced", "ProfilerStep#1"), _seg(400, 3000, "untraced", "ProfilerStep#1")]
+    return PathScenario("profiler_stop_tail", d.document(), [
+        {"name": "ProfilerStep#1", "start_us": 0, "end_us": 3000, "path": segs, "inferred_us": 0,
+         "breakdown_us": {"untraced": 2810, "cpu": 190}, "profiler_stop_tail_us": 2600}])
+
+
+def late_resume() -> PathScenario:
+    """``## backward ##`` (an annotation) on the main thread from 100 to 15,000 µs; the
+    autograd thread wakes at 150 and works until 10,000: the main thread resumed 5 ms late."""
+    d = _Doc()
+    d.x("user_annotation", "ProfilerStep#1", 0, 16100)
+    d.x("user_annotation", "## backward ##", 100, 15000)
+    d.op("MmBackward", 150, 10000, tid=BWD)
+    d.launch(200, 210, 215, 9000, "gemm_bwd", tid=BWD)
+    d.op("Optimizer.step", 15010, 16000)
+    segs = [_seg(0, 100, "untraced", "ProfilerStep#1"), _seg(100, 150, "thread_wait", "## backward ##"),
+            _seg(150, 200, "cpu", "MmBackward"), _seg(200, 210, "cpu", "cudaLaunchKernel"),
+            _seg(210, 10000, "cpu", "MmBackward"), _seg(10000, 15000, "untraced", "## backward ##"),
+            _seg(15000, 15010, "untraced", "ProfilerStep#1"), _seg(15010, 16000, "cpu", "Optimizer.step"),
+            _seg(16000, 16100, "untraced", "ProfilerStep#1")]
+    return PathScenario("late_resume", d.document(), [
+        {"name": "ProfilerStep#1", "start_us": 0, "end_us": 16100, "path": segs, "inferred_us": 5050,
+         "breakdown_us": {"untraced": 5210, "thread_wait": 50, "cpu": 10840}}])
+
+
+DATALOADER = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
+
+
+def dataloader_wait() -> PathScenario:
+    """The step waits in the DataLoader's ``__next__`` (a worker-queue ``get`` inside it)
+    for 1.99 ms, then launches a kernel; a kernel before the step leaves the device idle
+    meanwhile: 1,990 µs of that idle is data loading."""
+    d = _Doc()
+    d.op("aten::relu", -100, -50)
+    d.launch(-90, -80, -80, -20, "k0")
+    d.x("user_annotation", "ProfilerStep#1", 0, 3000)
+    d.x("user_annotation", DATALOADER, 10, 2000)
+    d.x("python_function", "queue.py(180): get", 20, 1990)
+    d.op("aten::conv2d", 2010, 2100)
+    d.launch(2020, 2030, 2030, 2900, "conv_kernel")
+    d.runtime("cudaDeviceSynchronize", 2110, 2910)
+    segs = [_seg(0, 10, "untraced", "ProfilerStep#1"), _seg(10, 20, "data_loading", DATALOADER),
+            _seg(20, 1990, "data_loading", "queue.py(180): get"), _seg(1990, 2000, "data_loading", DATALOADER),
+            _seg(2000, 2010, "untraced", "ProfilerStep#1"), _seg(2010, 2020, "cpu", "aten::conv2d"),
+            _seg(2020, 2030, "launch_overhead", "cudaLaunchKernel"), _seg(2030, 2900, "gpu_compute", "conv_kernel"),
+            _seg(2900, 2910, "sync_wait", "cudaDeviceSynchronize"), _seg(2910, 3000, "untraced", "ProfilerStep#1")]
+    # device gap [-20, 2030): host late to 2020 (the launch call), then 10 µs of launch latency;
+    # of the host-late part 1,990 µs are the DataLoader's, the rest is blamed: 20 µs with no
+    # event on the thread, 20 µs of the step annotation, 10 µs of aten::conv2d
+    return PathScenario("dataloader_wait", d.document(), [
+        {"name": "ProfilerStep#1", "start_us": 0, "end_us": 3000, "path": segs, "inferred_us": 10,
+         "breakdown_us": {"untraced": 110, "data_loading": 1990, "cpu": 10, "launch_overhead": 10,
+                          "gpu_compute": 870, "sync_wait": 10}}], idle={
+        "device": {"cpu_induced": 50, "data_loading": 1990, "sync_drain": 0, "launch_latency": 10, "kernel_gap": 0,
+                   "device_wait": 0, "untraced": 0},
+        "blame_top": {"(untraced)": 20, "ProfilerStep#1": 20, "aten::conv2d": 10}})
 
 
 def idle_stream_wait_call() -> PathScenario:
@@ -289,7 +389,7 @@ def idle_stream_wait_call() -> PathScenario:
     # gap [125, 1150): host late 125-140 (aten::add 10, cudaStreamWaitEvent 5), launch
     # latency 140-250 (call end 150 + 100), held by the wait call until k2 starts
     return PathScenario("idle_stream_wait_call", d.document(), [], idle={
-        "device": {"cpu_induced": 15, "sync_drain": 0, "launch_latency": 110, "kernel_gap": 0, "device_wait": 900,
+        "device": {"cpu_induced": 15, "data_loading": 0, "sync_drain": 0, "launch_latency": 110, "kernel_gap": 0, "device_wait": 900,
                    "untraced": 0},
         "device_wait_by": {"thread 1/1 (cudaStreamWaitEvent)": 900},
         "blame_top": {"aten::add": 15}})
@@ -310,9 +410,9 @@ def idle_collective_join() -> PathScenario:
     # gap after the collective. Stream 7: gap [90, 610): launch latency to 145 (45 + 100),
     # device wait to 600 (the collective's end), kernel gap 600-610.
     return PathScenario("idle_collective_join", d.document(), [], idle={
-        "device": {"cpu_induced": 0, "sync_drain": 0, "launch_latency": 10, "kernel_gap": 10, "device_wait": 0,
+        "device": {"cpu_induced": 0, "data_loading": 0, "sync_drain": 0, "launch_latency": 10, "kernel_gap": 10, "device_wait": 0,
                    "untraced": 0},
-        "streams": {7: {"cpu_induced": 0, "sync_drain": 0, "launch_latency": 55, "kernel_gap": 10, "device_wait": 455,
+        "streams": {7: {"cpu_induced": 0, "data_loading": 0, "sync_drain": 0, "launch_latency": 55, "kernel_gap": 10, "device_wait": 455,
                         "untraced": 0}},
         "blame_top": {}})
 
@@ -326,7 +426,7 @@ def idle_pre_trace() -> PathScenario:
     d.kernel(300, 400, "k_pre_trace", 99)
     d.runtime("cudaDeviceSynchronize", 60, 410)
     return PathScenario("idle_pre_trace", d.document(), [], idle={
-        "device": {"cpu_induced": 0, "sync_drain": 0, "launch_latency": 0, "kernel_gap": 100, "device_wait": 0,
+        "device": {"cpu_induced": 0, "data_loading": 0, "sync_drain": 0, "launch_latency": 0, "kernel_gap": 100, "device_wait": 0,
                    "untraced": 150},
         "blame_top": {}})
 
@@ -339,7 +439,9 @@ def idle_scenario(name: str) -> PathScenario:
 
 _BUILDERS = {"autograd_handoff": autograd_handoff, "fwdbwd_flow": fwdbwd_flow, "sequence_number": sequence_number,
              "run_backward_wait": run_backward_wait, "untraced_gap": untraced_gap, "sleeping_helper": sleeping_helper,
-             "overlapping_windows": overlapping_windows, "stream_held": stream_held}
+             "overlapping_windows": overlapping_windows, "stream_held": stream_held,
+             "synchronous_launch": synchronous_launch, "profiler_stop_tail": profiler_stop_tail,
+             "late_resume": late_resume, "dataloader_wait": dataloader_wait}
 
 
 def path_scenario(name: str) -> PathScenario:

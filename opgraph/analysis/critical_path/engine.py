@@ -162,7 +162,7 @@ def boundary_dag(G: AnyGraph | None, arr: GraphArrays | None = None, extra: Extr
     predecessor; ``extra`` edges join the model's own edges before the pick."""
     a = arr if arr is not None else arrays_of(G)
     be = boundary_edges(a)
-    cat = edge_categories(a, be.role, be.own, be.src)
+    cat = edge_categories(a, be.role, be.own, be.src, be.parent)
     return dag_from_edges(a, boundary_times(a), be, cat, extra=extra)
 
 
