@@ -362,6 +362,7 @@ def _critical_picture(G: AnyGraph, data: dict[str, Any], notes: list[str]) -> tu
 def render_html(G: AnyGraph, data: dict[str, Any], notes: list[str], title: str,
                 with_picture: bool = True) -> str:
     from opgraph.export.assets.report import CSS, JS
+    from opgraph.time_categories import COLOURS, CROSS_RANK_CATEGORIES, IDLE_CAUSES
 
     picture, pnote = _critical_picture(G, data, notes) if with_picture else (None, "")
     sec: list[tuple[str, str, str]] = []
@@ -399,6 +400,7 @@ def render_html(G: AnyGraph, data: dict[str, Any], notes: list[str], title: str,
         o = data["overheads"]
         cdata["overheads"] = {k: o.get(k) for k in ("t1", "t2", "t3", "t4", "t5")}
         cdata["overheads"]["ops"] = {k: {"count": v["count"]} for k, v in (o.get("ops") or {}).items()}
+    cdata["categories"] = {"path": list(CROSS_RANK_CATEGORIES), "idle": list(IDLE_CAUSES), "colours": dict(COLOURS)}
     blob = script_json(cdata)
     foot = "".join(f"<li>{_esc(n)}</li>" for n in notes)
     return f"""<!DOCTYPE html>
