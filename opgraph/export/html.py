@@ -86,9 +86,10 @@ def report_data(G: AnyGraph, batch_size: int | None = None, device: str | None =
     from opgraph.analysis.critical_path import critical_path
     from opgraph.analysis.idle import idle_time
     from opgraph.analysis.info import trace_info
+    from opgraph.predict.gains import path_document
 
     section("info", lambda: trace_info(G))
-    section("critical_path", lambda: critical_path(G).to_dict(with_path=False))
+    section("critical_path", lambda: path_document(G, critical_path(G), with_path=False))
     section("idle", lambda: idle_time(G, kernel_wait_us=30.0).to_dict(top=15))
 
     frame: dict[str, Any] = {}
@@ -179,6 +180,14 @@ def _cards(data: dict[str, Any]) -> str:
                  f'{_num(data, "idle", f"devices/{i}/span_us", " µs")} (whole trace; idle '
                  f'{_num(data, "idle", f"devices/{i}/idle_us", " µs")})', f"cpu_idle_{d['device']}")
     cp = data.get("critical_path")
+    if cp and cp.get("run"):
+        run = cp["run"]
+        why = "; ".join(f'{_esc(o["name"])}: {_esc(o["reason"].replace("_", " "))}' for o in run["outliers"][:3])
+        card("Run verdict", f'<span class="bound">{_esc(run["headline"])}</span>',
+             f'steady-state step {_num(data, "critical_path", "run/step_us", " µs")} '
+             f'({_num(data, "critical_path", "run/steady_windows")} of {_num(data, "critical_path", "run/windows")} '
+             f'window(s) steady{"; outliers: " + why if why else ""})', "run_verdict")
+        cards.insert(0, cards.pop())   # the answer first
     if cp:
         b = cp["summary"]["bound"]
         card("Critical path bound", f'<span class="bound">{_esc(b)}</span> '

@@ -431,6 +431,59 @@ def idle_pre_trace() -> PathScenario:
         "blame_top": {}})
 
 
+#: Run-verdict scenarios (:func:`verdict_scenario`): several steps with a known verdict.
+VERDICT_SCENARIOS: tuple[str, ...] = ("verdict_gpu_bound_stop_tail", "verdict_mixed", "verdict_warm_up")
+
+
+def _verdict_step(d: _Doc, b: int, k: int, op_end: int = 50, call: int = 20, kernel_end: int = 930,
+                  step_end: int = 1000) -> None:
+    """Step ``k`` at ``b`` µs: an op launching one kernel, a synchronize, the annotation
+    closing ``step_end`` after ``b``. Its path: untraced 10, cpu ``call - 10``, launch 10,
+    gpu ``kernel_end - call - 10``, sync 5, untraced ``step_end - kernel_end - 5``."""
+    d.x("user_annotation", f"ProfilerStep#{k}", b, b + step_end)
+    d.op("aten::mm", b + 10, b + op_end)
+    d.launch(b + call, b + call + 10, b + call + 10, b + kernel_end, "gemm")
+    d.runtime("cudaDeviceSynchronize", b + op_end + 10, b + kernel_end + 5)
+
+
+def verdict_scenario(name: str) -> PathScenario:
+    """A run of steps with a known verdict (``summary`` holds it):
+
+    * ``verdict_gpu_bound_stop_tail``: five GPU-bound steps (gpu 900 of 1,000 µs); the last
+      one's annotation runs on 3,065 µs after its kernel (the profiler stopped late): that
+      step is an outlier, the run is bound by gpu_compute (90 %), and halving the kernels
+      shortens the trace by 5 x 450 = 2,250 µs.
+    * ``verdict_mixed``: four steps of gpu 500, cpu 410, untraced 75, launch 10, sync 5 µs:
+      no category holds more than half: mixed.
+    * ``verdict_warm_up``: the first of four GPU-bound steps runs a 2,000 µs kernel (span
+      2,100 µs, 2.1x the others): a warm-up outlier; the steady step is 1,000 µs.
+    """
+    d = _Doc()
+    if name == "verdict_gpu_bound_stop_tail":
+        for k in range(5):
+            _verdict_step(d, 2000 * k, k + 1, step_end=4000 if k == 4 else 1000)
+        ans = {"bound": "gpu_compute", "headline": "bound by gpu_compute (90 %)", "steady": 4, "step_us": 1000,
+               "outliers": [("ProfilerStep#5", "profiler_stop_tail")],
+               "shares": {"gpu_compute": 90.0, "untraced": 7.5, "cpu": 1.0, "launch_overhead": 1.0, "sync_wait": 0.5},
+               "gains": {"gpu_compute": 2250.0}}
+    elif name == "verdict_mixed":
+        for k in range(4):
+            _verdict_step(d, 2000 * k, k + 1, op_end=450, call=420)
+        ans = {"bound": "mixed", "headline": "mixed: gpu_compute 50 %, cpu 41 %", "steady": 4, "step_us": 1000,
+               "outliers": [], "shares": {"gpu_compute": 50.0, "cpu": 41.0, "untraced": 7.5, "launch_overhead": 1.0,
+                                          "sync_wait": 0.5}}
+    elif name == "verdict_warm_up":
+        _verdict_step(d, 0, 1, kernel_end=2030, step_end=2100)
+        for k in range(1, 4):
+            _verdict_step(d, 3000 * k, k + 1)
+        ans = {"bound": "gpu_compute", "headline": "bound by gpu_compute (90 %)", "steady": 3, "step_us": 1000,
+               "outliers": [("ProfilerStep#1", "warm_up")],
+               "shares": {"gpu_compute": 90.0, "untraced": 7.5, "cpu": 1.0, "launch_overhead": 1.0, "sync_wait": 0.5}}
+    else:
+        raise KeyError(name)
+    return PathScenario(name, d.document(), [], summary=ans)
+
+
 def idle_scenario(name: str) -> PathScenario:
     """Idle scenario ``name`` (one of :data:`IDLE_SCENARIOS`)."""
     return {"idle_stream_wait_call": idle_stream_wait_call, "idle_collective_join": idle_collective_join,

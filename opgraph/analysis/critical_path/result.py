@@ -418,6 +418,11 @@ class CriticalPathResult(TableResult):
     def summary(self) -> dict[str, Any]:
         return summarize_windows(self.windows, CATEGORIES)
 
+    def verdict(self) -> Any:
+        """The run verdict (:func:`opgraph.analysis.critical_path.verdict.run_verdict`)."""
+        from opgraph.analysis.critical_path.verdict import run_verdict
+        return run_verdict(self.windows, CATEGORIES)
+
     def to_dict(self, with_path: bool = True) -> dict[str, Any]:
-        return {"window_mode": self.window_mode, "summary": self.summary(),
+        return {"window_mode": self.window_mode, "run": self.verdict().to_dict(), "summary": self.summary(),
                 "windows": [w.to_dict(with_path) for w in self.windows]}
