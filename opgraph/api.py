@@ -32,6 +32,10 @@ from opgraph.analysis.display import TableResult
 from opgraph.analysis.idle import IdleResult
 from opgraph.analysis.roofline import RooflineResult
 from opgraph.analysis.stragglers import StragglerReport
+from opgraph.api_args import (
+    bool_arg, choice_arg, graph_arg, number_arg, opt_str_arg, path_arg, paths_arg, ranks_arg, regex_arg, str_list_arg,
+    suffix_arg,
+)
 from opgraph.graph.model import TraceGraph
 
 PathLike = str | os.PathLike[str]
@@ -78,8 +82,10 @@ class Report(TableResult):
         return super()._repr_html_().replace("<b>Report</b>", f"<b>{html.escape(self.kind)}</b>", 1)
 
 
-def _graph(g: "nx.DiGraph | TraceGraph | PathLike") -> nx.DiGraph:
-    """``g`` as a ``networkx.DiGraph`` (loaded when a path, viewed when a TraceGraph)."""
+def _graph(g: "nx.DiGraph | TraceGraph | PathLike", name: str = "G") -> nx.DiGraph:
+    """``g`` as a ``networkx.DiGraph`` (loaded when a path, viewed when a TraceGraph);
+    anything else is a ``TypeError`` naming the argument ``name`` (:func:`~opgraph.api_args.graph_arg`)."""
+    g = graph_arg(name, g)
     if isinstance(g, nx.DiGraph):
         return g
     if isinstance(g, TraceGraph):
@@ -87,9 +93,30 @@ def _graph(g: "nx.DiGraph | TraceGraph | PathLike") -> nx.DiGraph:
     return load(g)
 
 
-def _columns(g: "nx.DiGraph | TraceGraph | PathLike") -> "nx.DiGraph | TraceGraph":
+def _sources(*gs: Any) -> tuple[str, ...]:
+    """The files no writer may replace: each argument that is a path (or list of paths), and
+    the files a graph was read from (``graph["source"]["file"]``, every rank's ``file`` of a
+    job graph). The writers add the device files in force (:func:`opgraph.outfiles.protected_inputs`)."""
+    got: list[str] = []
+    for g in gs:
+        if isinstance(g, (str, os.PathLike)):
+            got.append(os.fspath(g))
+        elif isinstance(g, (list, tuple)):
+            got += [os.fspath(x) for x in g if isinstance(x, (str, os.PathLike))]
+        elif isinstance(g, (nx.DiGraph, TraceGraph)):
+            src = g.graph.get("source")
+            if isinstance(src, dict) and isinstance(src.get("file"), str):
+                got.append(src["file"])
+            job = g.graph.get("job")
+            if isinstance(job, dict):
+                got += [r["file"] for r in job.get("ranks") or () if isinstance(r, dict) and isinstance(r.get("file"), str)]
+    return tuple(got)
+
+
+def _columns(g: "nx.DiGraph | TraceGraph | PathLike", name: str = "G") -> "nx.DiGraph | TraceGraph":
     """``g`` for an analysis that reads columns: a graph as given, a path loaded as a
-    :class:`TraceGraph` (no networkx dicts are made)."""
+    :class:`TraceGraph` (no networkx dicts are made); checked as in :func:`_graph`."""
+    g = graph_arg(name, g)
     if isinstance(g, (nx.DiGraph, TraceGraph)):
         return g
     return load(g, model=True)
@@ -125,6 +152,9 @@ def load(path: PathLike | Sequence[PathLike], format: str | None = None, *, mode
     """
     from opgraph.graph.io import graph_from_payload, load_any
 
+    path = paths_arg("path", path)
+    format = opt_str_arg("format", format)
+    model = bool_arg("model", model)
     many = not isinstance(path, (str, os.PathLike))
     if many or Path(path).is_dir():
         from opgraph.multirank.job import build_job
@@ -151,20 +181,31 @@ def build(trace: PathLike | Sequence[PathLike], output: PathLike | None = None, 
     >>> opgraph.load(out).number_of_nodes() == G.number_of_nodes()
     True
     """
+    trace = paths_arg("trace", trace)
+    format = opt_str_arg("format", format)
+    if capture is not None:
+        capture = paths_arg("capture", capture)
+    if output is not None:
+        from opgraph.outfiles import check_output_path
+
+        output = suffix_arg("output", output, (".gpickle", ".json", ".json.gz"))
+        check_output_path(output, _sources(trace, capture))  # before any work: never over an input
     if capture is not None:
         from opgraph.graph.build import build_graph
         from opgraph.graph.replay import attach_capture_files
         from opgraph.ingest import read_trace
 
-        if not isinstance(trace, (str, Path)):
-            raise ValueError("capture applies to a single trace, not to a multi-rank job")
+        if not isinstance(trace, str):
+            raise ValueError("capture: applies to a single trace, not to a multi-rank job")
         table = read_trace(trace, format)
         attach_capture_files(table, [str(capture)] if isinstance(capture, (str, Path)) else [str(c) for c in capture])
         G = build_graph(table)
     else:
         G = load(trace, format)
     if output is not None:
-        save(G, output)
+        from opgraph.graph.io import save_graph
+
+        save_graph(G, output, inputs=_sources(trace, capture, G))
     return G
 
 
@@ -172,7 +213,11 @@ def save(G: nx.DiGraph, path: PathLike) -> Path:
     """Save ``G`` by extension: ``.gpickle`` (fast) or node-link ``.json[.gz]``."""
     from opgraph.graph.io import save_graph
 
-    save_graph(G, path)
+    G = graph_arg("G", G, paths=False)
+    if isinstance(G, TraceGraph):
+        G = G.to_networkx()
+    path = suffix_arg("path", path, (".gpickle", ".json", ".json.gz"))
+    save_graph(G, path, inputs=_sources(G))
     return Path(path)
 
 
@@ -235,6 +280,11 @@ def critical_path(G: nx.DiGraph | PathLike | Sequence[PathLike], window: str | N
     """
     from opgraph.multirank.identity import is_job_input
 
+    G = graph_arg("G", G)
+    window = regex_arg("window", window)
+    ranks = ranks_arg("ranks", ranks)
+    workers = number_arg("workers", workers, minimum=1, integer=True, none_ok=True)
+    scheduler = opt_str_arg("scheduler", scheduler)
     if not isinstance(G, (nx.DiGraph, TraceGraph)) and is_job_input(G if isinstance(G, (list, tuple)) else [G]):
         if window is not None:
             raise ValueError("window: a multi-rank job's windows are the steps of the slowest rank")
@@ -242,11 +292,16 @@ def critical_path(G: nx.DiGraph | PathLike | Sequence[PathLike], window: str | N
 
         paths = [os.fspath(p) for p in G] if isinstance(G, (list, tuple)) else [os.fspath(G)]
         return crossrank_from_traces(paths, ranks, workers=workers, scheduler=scheduler)  # type: ignore[return-value]
+    if workers is not None or scheduler is not None:
+        raise ValueError("workers, scheduler: apply to a job's rank traces (a folder, a glob or a list of files), "
+                         "not to a loaded graph or a single trace")
     G = _columns(G)
     if isinstance(G.graph.get("job"), dict):
         from opgraph.analysis.crossrank import crossrank_critical_path
 
         return crossrank_critical_path(G, ranks)  # type: ignore[return-value]
+    if ranks is not None:
+        raise ValueError("ranks: applies to a multi-rank job graph; this graph has one rank")
     from opgraph.analysis.critical_path import critical_path as _cp
 
     return _cp(G, window)
@@ -264,6 +319,7 @@ def idle(G: nx.DiGraph | PathLike, kernel_wait_us: float = 30.0) -> IdleResult:
     """
     from opgraph.analysis.idle import idle_time
 
+    kernel_wait_us = number_arg("kernel_wait_us", kernel_wait_us, maximum=1e9)
     return idle_time(_columns(G), kernel_wait_us)
 
 
@@ -286,6 +342,7 @@ def comm_overlap(G: nx.DiGraph | PathLike, window: str | None = None) -> Any:
     """
     from opgraph.analysis.overlap import comm_overlap as _overlap
 
+    window = regex_arg("window", window)
     return _overlap(_columns(G), window)
 
 
@@ -332,6 +389,8 @@ def launch_stats(G: nx.DiGraph | PathLike, call_cutoff_us: float = 50.0, latency
     """
     from opgraph.analysis.launch_stats import launch_stats as _ls
 
+    call_cutoff_us = number_arg("call_cutoff_us", call_cutoff_us, maximum=1e9)
+    latency_cutoff_us = number_arg("latency_cutoff_us", latency_cutoff_us, maximum=1e9)
     return _ls(_columns(G), call_cutoff_us, latency_cutoff_us)
 
 
@@ -347,6 +406,7 @@ def queue_length(G: nx.DiGraph | PathLike, limit: int = 1024) -> Any:
     """
     from opgraph.analysis.queue_length import queue_length as _ql
 
+    limit = number_arg("limit", limit, minimum=1, maximum=1 << 30, integer=True)
     return _ql(_columns(G), limit)
 
 
@@ -365,6 +425,7 @@ def memory_timeline(G: nx.DiGraph | PathLike, window: str | None = None) -> Any:
     """
     from opgraph.analysis.memory_timeline import memory_timeline as _mt
 
+    window = regex_arg("window", window)
     return _mt(_columns(G), window)
 
 
@@ -412,6 +473,7 @@ def shapes(G: nx.DiGraph | PathLike, *, device: str | None = None, dtype: str | 
     """
     from opgraph.analysis.shapes import shapes as _shapes
 
+    device, dtype = opt_str_arg("device", device), opt_str_arg("dtype", dtype)
     return _shapes(_columns(G), device=device, dtype=dtype)
 
 
@@ -447,6 +509,10 @@ def kernel_sequences(G: nx.DiGraph | PathLike, op: str | None = None, min_length
     """
     from opgraph.analysis.sequences import kernel_sequences as _ks
 
+    op = regex_arg("op", op, all_ok=False)
+    min_length = number_arg("min_length", min_length, minimum=2, maximum=64, integer=True)
+    max_length = number_arg("max_length", max_length, minimum=2, maximum=64, integer=True)
+    top = number_arg("top", top, minimum=1, maximum=1000, integer=True)
     return _ks(_columns(G), op, min_length, max_length, top)
 
 
@@ -480,6 +546,10 @@ def breakdown(G: nx.DiGraph | PathLike, device: bool = False, *, depth: int = 3,
     from opgraph.analysis.iterations import analysis_window, data_markers_of, graph_frame
     from opgraph.export.tables import breakdown_frames
 
+    device, whole_trace = bool_arg("device", device), bool_arg("whole_trace", whole_trace)
+    depth = number_arg("depth", depth, minimum=1, integer=True)
+    top = number_arg("top", top, minimum=1, integer=True, none_ok=True)
+    step_regex = regex_arg("step_regex", step_regex, all_ok=False)
     f = graph_frame(_columns(G))
     w = analysis_window(f, step_regex, data_markers_of(None), use_steps=not whole_trace)
     if device:
@@ -500,6 +570,7 @@ def iterations(G: nx.DiGraph | PathLike, step_regex: str | None = None) -> Repor
     from opgraph.analysis.iterations import data_markers_of, iterations_doc
     from opgraph.export.tables import iterations_frames
 
+    step_regex = regex_arg("step_regex", step_regex, all_ok=False)
     return _doc_report("iterations", iterations_doc(_columns(G), step_regex, data_markers_of(None)), iterations_frames)
 
 
@@ -516,6 +587,8 @@ def summary(G: nx.DiGraph | PathLike, batch_size: int | None = None, step_regex:
     from opgraph.analysis.multistream import summary_doc
     from opgraph.export.tables import summary_frames
 
+    batch_size = number_arg("batch_size", batch_size, minimum=1, integer=True, none_ok=True)
+    step_regex = regex_arg("step_regex", step_regex, all_ok=False)
     return _doc_report("summary", summary_doc(_columns(G), batch_size, step_regex, data_markers_of(None)),
                        summary_frames)
 
@@ -532,6 +605,7 @@ def overheads(G: nx.DiGraph | PathLike, by_shapes: bool = False) -> Report:
     from opgraph.analysis.overheads import OverheadParams, overhead_samples, overheads_doc
     from opgraph.export.tables import overheads_frames
 
+    by_shapes = bool_arg("by_shapes", by_shapes)
     f = graph_frame(_columns(G))
     p = OverheadParams()
     return _doc_report("overheads", overheads_doc(f, p, by_shapes, overhead_samples(f, p)), overheads_frames)
@@ -549,6 +623,7 @@ def roofline(G: nx.DiGraph | PathLike, device: str | None = None, dtype: str | N
     """
     from opgraph.analysis.roofline import roofline as _roofline
 
+    device, dtype = opt_str_arg("device", device), opt_str_arg("dtype", dtype)
     return _roofline(_columns(G), device=device, dtype=dtype)
 
 
@@ -563,6 +638,7 @@ def report(G: nx.DiGraph | PathLike, by: str = "kernel", device: str | None = No
     """
     from opgraph.analysis.roofline import group_table, report_doc
 
+    by = choice_arg("by", by, ("kernel", "op", "family", "bound"))
     res = roofline(G, device, dtype)
     return Report("report", report_doc(res, by, None), {by: group_table(res, by)}, by)
 
@@ -579,7 +655,9 @@ def diff(a: nx.DiGraph | PathLike, b: nx.DiGraph | PathLike, *, name_level: str 
     """
     from opgraph.analysis.diff import diff_graphs
 
-    doc = diff_graphs(_graph(a), _graph(b), name_level=name_level, include_same=include_same)
+    name_level = choice_arg("name_level", name_level, ("exact", "default", "base"))
+    include_same = bool_arg("include_same", include_same)
+    doc = diff_graphs(_graph(a, "a"), _graph(b, "b"), name_level=name_level, include_same=include_same)
     from opgraph.export.tables import diff_frames
 
     return Report("diff", doc, diff_frames(doc), "kernels")
@@ -603,7 +681,10 @@ def what_if(G: nx.DiGraph | PathLike, *, scale_kernels: Sequence[str] = (), scal
     from opgraph.predict import parse_transforms
     from opgraph.predict import predict as _predict
 
-    tr = parse_transforms(list(scale_kernels), list(scale_cpu), launch_overhead, list(remove))
+    tr = parse_transforms(str_list_arg("scale_kernels", scale_kernels), str_list_arg("scale_cpu", scale_cpu),
+                          opt_str_arg("launch_overhead", launch_overhead), str_list_arg("remove", remove))
+    window = regex_arg("window", window)
+    with_path = bool_arg("with_path", with_path)
     from opgraph.export.tables import predict_frames
 
     doc = _predict(_graph(G), tr, window=window).to_dict(with_path=with_path)
@@ -644,15 +725,19 @@ def export_perfetto(G: nx.DiGraph | PathLike, path: PathLike, window: str | None
     >>> opgraph.export_perfetto(opgraph.example_trace("gpu_bound"), out).exists()
     True
     """
+    path = suffix_arg("path", path, (".json", ".json.gz"))
+    window = regex_arg("window", window)
+    inputs = _sources(G)
     G = _graph(G)
+    inputs += _sources(G)
     if isinstance(G.graph.get("job"), dict):
         from opgraph.export.perfetto_job import export_perfetto_job
 
-        export_perfetto_job(G, path)
+        export_perfetto_job(G, path, inputs=inputs)
     else:
         from opgraph.export.perfetto import export_perfetto as _export
 
-        _export(G, path, window=window)
+        _export(G, path, window=window, inputs=inputs)
     return Path(path)
 
 
@@ -669,9 +754,13 @@ def export_graphviz(G: nx.DiGraph | PathLike, path: PathLike, *, window: str | N
     """
     from opgraph.export.dot import graph_view, write_graphviz
 
+    path = suffix_arg("path", path, (".dot", ".svg", ".png"))
+    window = regex_arg("window", window)
+    critical_only = bool_arg("critical_only", critical_only)
+    inputs = _sources(G)
     G = _graph(G)
     v = graph_view(G, window=window, critical_only=critical_only, collapse=collapse)
-    write_graphviz(G, path, view=v)
+    write_graphviz(G, path, view=v, inputs=inputs + _sources(G))
     return Path(path)
 
 
@@ -698,7 +787,11 @@ def export_tables(G: nx.DiGraph | PathLike, directory: PathLike, fmt: str = "par
     (``parquet``, needing pyarrow, or ``csv``); the CLI's ``opgraph export --parquet DIR``."""
     from opgraph.export.graph_tables import write_tables
 
-    return write_tables(graph_tables(G), directory, fmt)
+    directory = path_arg("directory", directory)
+    fmt = choice_arg("fmt", fmt, ("parquet", "csv"))
+    inputs = _sources(G)
+    G = _graph(G)
+    return write_tables(graph_tables(G), directory, fmt, inputs=inputs + _sources(G))
 
 
 def report_html(G: nx.DiGraph | PathLike, path: PathLike, *, batch_size: int | None = None,
@@ -713,7 +806,12 @@ def report_html(G: nx.DiGraph | PathLike, path: PathLike, *, batch_size: int | N
     """
     from opgraph.export.html import write_report
 
-    write_report(_graph(G), path, batch_size=batch_size, device=device)
+    path = path_arg("path", path)
+    batch_size = number_arg("batch_size", batch_size, minimum=1, integer=True, none_ok=True)
+    device = opt_str_arg("device", device)
+    inputs = _sources(G)
+    G = _graph(G)
+    write_report(G, path, batch_size=batch_size, device=device, inputs=inputs + _sources(G))
     return Path(path)
 
 

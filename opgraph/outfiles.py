@@ -5,6 +5,11 @@ Every writer of the project goes through :func:`write_atomic` (bytes) or
 is renamed over the target only once complete, so a killed or failed write leaves the
 previous file intact and never a truncated one. Missing parent folders are created.
 Problems become :class:`opgraph.errors.OpgraphInputError` (one line, exit 2).
+
+No output replaces an input: :func:`check_output_path` (which every writer calls, through
+:func:`open_atomic`) refuses a target that is, after resolving links, the same file as one
+of the writer's ``inputs`` or one of the user device files in force
+(:func:`protected_inputs`), whatever flag or API call names it.
 """
 
 from __future__ import annotations
@@ -19,9 +24,20 @@ from typing import IO, Iterator
 from opgraph.errors import OpgraphInputError
 
 
+def protected_inputs(inputs: "tuple[str | os.PathLike[str], ...] | list[str | os.PathLike[str]]" = ()
+                     ) -> tuple[str, ...]:
+    """The files no output may replace: ``inputs`` (the trace, graph, capture, model files a
+    writer read) and the user device files in force (``--device-file``, ``$OPGRAPH_DEVICES``;
+    :func:`opgraph.devices.active_device_files`)."""
+    from opgraph.devices import active_device_files
+
+    return tuple(os.fspath(q) for q in inputs) + active_device_files()
+
+
 def check_output_path(path: str | os.PathLike[str], inputs: tuple[str | os.PathLike[str], ...] = ()) -> Path:
     """``path`` as a :class:`Path` after checking it can be a regular output file: not one of
-    ``inputs`` (the same file under any name), not a folder, not a FIFO or device."""
+    :func:`protected_inputs` (``inputs`` and the device files in force; the same file under
+    any name: symlink, hard link, another spelling), not a folder, not a FIFO or device."""
     p = Path(path)
     if p.exists():
         st = p.stat()
@@ -29,12 +45,15 @@ def check_output_path(path: str | os.PathLike[str], inputs: tuple[str | os.PathL
             raise OpgraphInputError(str(p), "is a folder, not an output file")
         if not stat.S_ISREG(st.st_mode):
             raise OpgraphInputError(str(p), "is not a regular file (a FIFO or device); refusing to write to it")
-        for q in inputs:
+        device_files = set(protected_inputs()) - {os.fspath(q) for q in inputs}
+        for q in protected_inputs(inputs):
             try:
-                if Path(q).exists() and os.path.samefile(p, q):
-                    raise OpgraphInputError(str(p), "is the input file; choose another output name")
+                same = Path(q).exists() and os.path.samefile(p, q)
             except OSError:
                 continue
+            if same:
+                what = "a device file in force" if q in device_files else "the input file"
+                raise OpgraphInputError(str(p), f"is {what}; choose another output name")
     return p
 
 

@@ -218,6 +218,15 @@ class RankAnalysis:
     rank: int | None
     file: str
     result: Any
+    sha256: str | None = None
+
+
+def per_rank_warnings(results: list[RankAnalysis]) -> list[str]:
+    """One line per job-level oddity of a :func:`per_rank` run: rank files with the same
+    content (:func:`opgraph.multirank.identity.identical_traces`)."""
+    from opgraph.multirank.identity import identical_traces
+
+    return [w["message"] for w in identical_traces([r.file for r in results], [r.sha256 for r in results])]
 
 
 def rank_analysis(path: str, fn: Callable[..., Any], kwargs: dict[str, Any], model: bool = False) -> RankAnalysis:
@@ -233,7 +242,8 @@ def rank_analysis(path: str, fn: Callable[..., Any], kwargs: dict[str, Any], mod
         di = G.graph.get("distributed_info") or {}
         r = di.get("rank") if isinstance(di, dict) else None
         rank = int(r) if isinstance(r, int) and not isinstance(r, bool) and r >= 0 else rank_from_filename(path)
-        return RankAnalysis(rank, path, fn(G, **kwargs))
+        src = G.graph.get("source") or {}
+        return RankAnalysis(rank, path, fn(G, **kwargs), src.get("sha256") if isinstance(src, dict) else None)
 
 
 def per_rank(inputs: Sequence[str] | str, fn: Callable[..., Any], kwargs: dict[str, Any] | None = None, *,
@@ -246,9 +256,12 @@ def per_rank(inputs: Sequence[str] | str, fn: Callable[..., Any], kwargs: dict[s
     sorted by rank (ranks without one last, by file). ``model``: ``fn`` takes the columnar
     :class:`~opgraph.graph.model.TraceGraph` (see :func:`rank_analysis`)."""
     from opgraph.multirank.executor import run
-    from opgraph.multirank.identity import discover
+    from opgraph.multirank.identity import check_ranks, discover
 
     files = discover(list(inputs) if not isinstance(inputs, str) else [inputs]).files
     out = run(rank_analysis, [(f, fn, dict(kwargs or {}), model) for f in files], workers=workers, scheduler=scheduler,
               progress=progress)
+    # the same refusals as build and critical-path: a rank claimed twice, a rank id out of
+    # range (rank-less files are listed last, as before); identical files: per_rank_warnings
+    check_ranks([(r.rank, r.file) for r in out], unknown_ok=True)
     return sorted(out, key=lambda r: (r.rank is None, r.rank if r.rank is not None else 0, r.file))

@@ -93,6 +93,24 @@ def load_input(path: str, fmt: str | None = None, label: str = "loading", job_ok
         raise OpgraphInputError(path, f"--rank {rank}: {e.args[0]} (kept in full: {format_rank_set(full)})") from None
 
 
+#: What an unknown device means for "% of peak", and how to name it (every command that
+#: reports % of peak says it: :func:`warn_unknown_devices`).
+UNKNOWN_DEVICE = ("not in the peak table: no % of peak for it; name it with --device, or add it with --device-file "
+                  "/ $OPGRAPH_DEVICES: docs/roofline.md")
+
+
+def warn_unknown_devices(path: str, devices: list[dict[str, Any]]) -> None:
+    """One ``warning:`` line on stderr per device of a roofline result (``runtime_name``,
+    ``table_name``) that the peak table does not resolve, so "% of peak" is never silently
+    empty (stdout keeps the one document or table)."""
+    from opgraph.export.console import clean
+
+    for d in devices:
+        if d.get("table_name") is None:
+            click.echo(clean(f"warning: {path}: device {d.get('device')}: {d.get('runtime_name') or '?'} -> unknown "
+                             f"({UNKNOWN_DEVICE})"), err=True)
+
+
 def emit_result(input: str, tables: "dict[str, Any] | Callable[[], dict[str, Any]]", files: TableFiles | None,
                 as_json: bool, doc: Callable[[], Any], schema: str, render: Callable[[], None]) -> None:
     """The output of a table command: its table files when asked (``files``), then its
@@ -137,7 +155,7 @@ def per_rank_command(input: str, fn: Callable[..., Any], kwargs: dict[str, Any],
     takes the columnar :class:`~opgraph.graph.model.TraceGraph`."""
     import pandas as pd
 
-    from opgraph.pipelines import per_rank
+    from opgraph.pipelines import per_rank, per_rank_warnings
     from opgraph.progress import rank_progress
     from opgraph.schemas_util import check_output
 
@@ -147,6 +165,8 @@ def per_rank_command(input: str, fn: Callable[..., Any], kwargs: dict[str, Any],
     with rank_progress("analysing ranks") as progress:
         results = per_rank([input], fn, kwargs, workers=workers, scheduler=scheduler, progress=progress,
                            model=model)
+    for line in per_rank_warnings(results):
+        click.echo(f"warning: {input}: {line}", err=True)
     per = [(ra.rank, ra.result.tables()) for ra in results]
     merged: dict[str, pd.DataFrame] = {}
     for name in dict.fromkeys(n for _, t in per for n in t):  # every table name, first-seen order

@@ -71,7 +71,7 @@ def _from_traces(input: str, workers: int | None, scheduler: str | None) -> Call
                    "'Iteration N', else the whole trace). A regex that matches nothing exits 2.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schemas/critical-path.schema.json).")
 @click.option("--no-path", is_flag=True, help="With --json, leave out the per-segment path.")
-@click.option("--top", default=8, show_default=True, help="Top ops and kernels shown per window.")
+@click.option("--top", type=click.IntRange(min=1), default=8, show_default=True, help="Top ops and kernels shown per window.")
 @click.option("--ranks", "ranks", default=None, metavar="all|R[,R...]",
               help="Multi-rank job graph: the ranks to analyse (default: all ranks kept in full). The path "
                    "of each step may cross ranks at collectives (docs/multirank.md).")
@@ -138,9 +138,9 @@ def critical_path_cmd(input: str, window: str | None, as_json: bool, no_path: bo
 @click.command("idle")
 @rank_option
 @click.argument("input", type=str)
-@click.option("--kernel-wait-us", default=30.0, show_default=True,
+@click.option("--kernel-wait-us", type=click.FloatRange(min=0, max=1e9), default=30.0, show_default=True,
               help="Per-stream gaps shorter than this that are not host waits count as kernel_wait.")
-@click.option("--top", default=15, show_default=True, help="Blamed CPU ops to list.")
+@click.option("--top", type=click.IntRange(min=1), default=15, show_default=True, help="Blamed CPU ops to list.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schemas/idle.schema.json).")
 @table_file_options
 @multirank_options

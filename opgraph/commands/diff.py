@@ -23,7 +23,7 @@ from opgraph.errors import OpgraphInputError
 @click.option("--no-critical-path", is_flag=True, help="Skip the critical-path composition (faster).")
 @dtype_option
 @device_file_option
-@click.option("--top", default=20, show_default=True, help="Rows per table in the terminal.")
+@click.option("--top", type=click.IntRange(min=1), default=20, show_default=True, help="Rows per table in the terminal.")
 @table_file_options
 def diff(a: str, b: str, as_json: bool, name_level: str, include_same: bool, no_critical_path: bool,
          dtype: str | None, top: int, csv_dir: TableFiles | None, rank: int | None = None) -> None:
@@ -42,7 +42,7 @@ def diff(a: str, b: str, as_json: bool, name_level: str, include_same: bool, no_
         raise OpgraphInputError(a, str(e)) from None
     if csv_dir is not None:
         from opgraph.export.tables import diff_frames
-        write_frames(diff_frames(doc), csv_dir, b)
+        write_frames(diff_frames(doc), csv_dir, b, (a,))
     if as_json:
         emit_json(doc, "diff.schema.json")
         return

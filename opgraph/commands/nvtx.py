@@ -19,7 +19,7 @@ from opgraph.table_options import TableFiles, table_file_options, write_frames
 @click.option("--step-regex", default=None, metavar="REGEX",
               help="Ranges listed as iterations (default: the steps, ProfilerStep#N else NVTX 'Iteration N'); "
                    "one that matches nothing exits 2.")
-@click.option("--top", default=30, show_default=True, help="Range names shown.")
+@click.option("--top", type=click.IntRange(min=1), default=30, show_default=True, help="Range names shown.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schemas/nvtx.schema.json).")
 @click.option("--format", "fmt", default=None, help="Force the input format of a raw trace.")
 @table_file_options

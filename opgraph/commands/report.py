@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from opgraph.commands.base import load_input, rank_option
+from opgraph.commands.base import load_input, rank_option, warn_unknown_devices
 from opgraph.device_options import device_file_option, device_option, dtype_option
 from opgraph.emit import emit_json
 from opgraph.errors import OpgraphInputError
@@ -23,7 +23,7 @@ from opgraph.table_options import TableFiles, table_file_options, write_frames
 @device_option
 @device_file_option
 @dtype_option
-@click.option("--top", default=None, type=int, help="Rows shown (default: 30 in the terminal, all with --json/--csv).")
+@click.option("--top", default=None, type=click.IntRange(min=1), help="Rows shown (default: 30 in the terminal, all with --json/--csv).")
 @click.option("--html", "html", default=None, metavar="PATH", type=click.Path(dir_okay=False),
               help="Write the one-file interactive HTML report (summary, critical path, idle, breakdowns, "
                    "roofline, overheads, trace health; docs/pictures.md). Opens offline.")
@@ -47,24 +47,18 @@ def report(input: str, by: str, as_json: bool, csv_dir: TableFiles | None, devic
         if not as_json and csv_dir is None:
             return
 
-    to_stdout = csv_dir is not None and csv_dir.csv == "-"
-    if as_json and to_stdout:
-        raise click.UsageError("--json and --csv - both write to stdout")
     G = load_input(input, rank=rank, model=True)
     try:
         res = roofline(G, device=device, dtype=dtype)
     except ValueError as e:
         raise OpgraphInputError(input, str(e)) from None
+    if as_json or csv_dir is not None:  # the terminal report says it in its devices lines
+        warn_unknown_devices(input, [d.to_dict() for d in res.devices.values()])
     if csv_dir is not None:
         tab = group_table(res, by)
         if top is not None:
             tab = tab.head(top)
-        if to_stdout:
-            from opgraph.export.tables import spreadsheet_safe
-            click.echo(spreadsheet_safe(tab).to_csv(index=False), nl=False)
-            csv_dir = TableFiles(None, csv_dir.parquet, csv_dir.xlsx)
-        if csv_dir.parquet is not None or csv_dir.xlsx is not None or csv_dir.csv is not None:
-            write_frames({f"report_{by}": tab}, csv_dir, input)
+        write_frames({f"report_{by}": tab}, csv_dir, input)
         if not as_json:
             return
     doc = report_doc(res, by, top if as_json else None)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from opgraph.commands.base import console
-from opgraph.commands.base import emit_result, load_input, rank_option
+from opgraph.commands.base import emit_result, load_input, rank_option, warn_unknown_devices
 from opgraph.device_options import device_file_option, device_option, dtype_option
 from opgraph.table_options import TableFiles, table_file_options
 
@@ -40,6 +40,7 @@ def shapes_cmd(input: str, families: tuple[str, ...], top: int | None, device: s
         res = shapes(load_input(input, rank=rank, model=True), device=device, dtype=dtype)
     except ValueError as e:
         raise OpgraphInputError(input, str(e)) from None
+    warn_unknown_devices(input, res.devices)
     tables = {f: (t.head(top) if top is not None else t) for f, t in res.tables().items() if f in fams}
     emit_result(input, tables, csv_dir, as_json, lambda: res.to_dict(top, fams), "shapes.schema.json",
                 lambda: render_shapes(res, console(), fams, top or 20))

@@ -13,7 +13,7 @@ from opgraph.errors import OpgraphInputError
 @click.command("stragglers")
 @click.argument("input", type=str)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (schemas/stragglers.schema.json).")
-@click.option("--top", default=15, show_default=True,
+@click.option("--top", type=click.IntRange(min=1), default=15, show_default=True,
               help="Collectives listed by lateness in the table (--json lists every collective).")
 @table_file_options
 @multirank_options

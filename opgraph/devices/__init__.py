@@ -259,10 +259,18 @@ def _file_keys(files: tuple[str, ...]) -> tuple[tuple[str, int, int], ...]:
 
 @lru_cache(maxsize=16)
 def _merged(keys: tuple[tuple[str, int, int], ...]) -> tuple[Device, ...]:
+    from opgraph.errors import OpgraphInputError
+
     table = {d.name: d for d in _load()}
+    user: dict[str, tuple[str, dict[str, Any]]] = {}
     for path, _, _ in keys:
-        for d in load_device_file(path):
-            table[d.name] = d   # a later file wins over an earlier one and the built-in entry
+        for e in _read_user_doc(path)["devices"]:
+            user[e["name"]] = (path, e)  # a later file wins over an earlier one and the built-in entry
+            table[e["name"]] = _device_from_json(e, origin=path)
+    if len(keys) > 1:
+        problem = _alias_problem([(path, e) for path, e in user.values()])
+        if problem is not None:
+            raise OpgraphInputError(keys[-1][0], f"device files: {problem}")
     return tuple(table.values())
 
 
@@ -300,19 +308,79 @@ def _validation_problem(doc: Any) -> str | None:
     return f"{entry}: {field_path + ': ' if field_path else ''}{msg}"
 
 
+#: Physical bounds of a user entry's figures. The largest built-in peak is about 2e4 TFLOP/s
+#: (fp4 with 2:4 sparsity on a B200-class GPU) and the fastest memory about 8e3 GB/s, so
+#: 1e5 leaves a 5-12x margin for future parts while refusing typos and overflow values
+#: (1e308 made "% of peak" 1e-303 and flipped kernels between memory and compute bound).
+MAX_PEAK_TFLOPS = 1e5
+MAX_DRAM_GBPS = 1e5
+MAX_MEMORY_GB = 1e5
+_PEAK_TABLES = ("peak_tflops", "peak_tflops_sparse", "peak_tflops_vector")
+
+
+def _bounds_problem(doc: dict[str, Any]) -> str | None:
+    """One line: the first figure of a (schema-valid) user document that is not a finite
+    positive number within :data:`MAX_PEAK_TFLOPS` / :data:`MAX_DRAM_GBPS` / :data:`MAX_MEMORY_GB`."""
+    import math
+
+    for i, e in enumerate(doc["devices"]):
+        figures = [(f"{t}.{k}", v, MAX_PEAK_TFLOPS, "TFLOP/s") for t in _PEAK_TABLES
+                   for k, v in (e.get(t) or {}).items() if v is not None]
+        figures += [("dram_gbps", e.get("dram_gbps"), MAX_DRAM_GBPS, "GB/s"),
+                    ("memory_gb", e.get("memory_gb"), MAX_MEMORY_GB, "GB")]
+        figures += [(f"memory_variants_gb[{j}]", v, MAX_MEMORY_GB, "GB")
+                    for j, v in enumerate(e.get("memory_variants_gb") or ())]
+        for name, v, cap, unit in figures:
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                continue  # the schema names wrong types
+            if not math.isfinite(v) or v <= 0 or v > cap:
+                return (f"devices[{i}] {e['name']!r}: {name}: {v!r} is out of range (a finite positive "
+                        f"number of at most {cap:g} {unit}, the physical bound)")
+    return None
+
+
+def _alias_problem(entries: list[tuple[str, dict[str, Any]]]) -> str | None:
+    """One line when two entries of different names (``(label, entry)`` pairs: one file, or
+    every file in force) share an alias (the same model tokens): a runtime name matching it
+    would be ambiguous, and the device silently unknown."""
+    owner: dict[frozenset[str], tuple[str, str]] = {}
+    for label, e in entries:
+        for alias in e.get("aliases") or ():
+            toks = _model_tokens(alias)
+            if not toks:
+                continue
+            other = owner.get(toks)
+            if other is not None and other[1] != e["name"]:
+                return (f"{label} {e['name']!r}: alias {alias!r} is also an alias of {other[0]} {other[1]!r} "
+                        "(a runtime name matching it would be ambiguous); aliases must be unique")
+            owner.setdefault(toks, (label, e["name"]))
+    return None
+
+
 def _read_user_doc(p: str) -> dict[str, Any]:
     """The validated document of user device file ``p`` (see :func:`load_device_file`)."""
+    import orjson
+
     from opgraph.errors import OpgraphInputError
+    from opgraph.infiles import read_regular_file
 
     try:
-        raw = Path(p).read_bytes()
-    except OSError as e:
-        raise OpgraphInputError(p, f"device file: cannot read: {e.strerror or e}") from None
+        raw = read_regular_file(p)  # a regular file under the input cap: never a FIFO or /dev/zero
+    except OpgraphInputError as e:
+        problem = "cannot read: no such file" if e.problem == "no such file" else e.problem
+        raise OpgraphInputError(p, f"device file: {problem}") from None
     try:
-        doc = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as e:
+        # orjson: NaN / Infinity are not JSON, 1e400 is refused rather than read as inf, and
+        # nesting past 1024 levels is an error rather than a RecursionError
+        doc = orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
         raise OpgraphInputError(p, f"device file: not JSON ({' '.join(str(e).split())[:160]})") from None
-    problem = _validation_problem(doc)
+    try:
+        problem = _validation_problem(doc)
+    except RecursionError:
+        problem = "document: nested too deeply"
+    if problem is None:
+        problem = _bounds_problem(doc)
     if problem is not None:
         raise OpgraphInputError(p, f"device file: {problem}")
     seen: set[str] = set()
@@ -320,6 +388,9 @@ def _read_user_doc(p: str) -> dict[str, Any]:
         if e["name"] in seen:
             raise OpgraphInputError(p, f"device file: devices[{i}] {e['name']!r}: name listed twice in this file")
         seen.add(e["name"])
+    problem = _alias_problem([(f"devices[{i}]", e) for i, e in enumerate(doc["devices"])])
+    if problem is not None:
+        raise OpgraphInputError(p, f"device file: {problem}")
     return doc
 
 

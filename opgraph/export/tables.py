@@ -3,6 +3,7 @@ documents. Pure presentation: every number comes from the analysis documents (µ
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -326,10 +327,29 @@ def write_csv(frames: dict[str, pd.DataFrame], directory: str | Path, stem: str,
     whole or not at all, never over one of ``inputs``); return the paths."""
     from opgraph.outfiles import check_output_path, write_atomic
 
-    paths = [check_output_path(Path(directory) / _file_name(stem, name, "csv"), inputs) for name in frames]
+    paths = [check_output_path(p, inputs) for p in table_file_paths(frames, directory, stem, "csv")]
     for p, df in zip(paths, frames.values()):
-        write_atomic(p, spreadsheet_safe(df).to_csv(index=False).encode("utf-8"), inputs)
+        write_atomic(p, csv_text(df).encode("utf-8"), inputs)
     return paths
+
+
+def table_file_paths(frames: dict[str, pd.DataFrame], directory: str | Path, stem: str, ext: str) -> list[Path]:
+    """The files :func:`write_csv` / :func:`write_parquet` write: ``<directory>/<stem>.<name>.<ext>``."""
+    return [Path(directory) / _file_name(stem, name, ext) for name in frames]
+
+
+def csv_text(df: pd.DataFrame) -> str:
+    """``df`` as CSV text, made safe for spreadsheets (:func:`spreadsheet_safe`) and for CSV
+    readers: a text field holding a line break (LF or CR) is always quoted. pandas quotes
+    fields holding its line terminator (LF) only, and a bare CR split the row in two
+    (Python's csv, pandas and spreadsheets all end a row at a CR); a table holding a CR in
+    a text cell is written with every text field quoted."""
+    import csv
+
+    safe = spreadsheet_safe(df)
+    has_cr = any(safe[c].map(lambda v: isinstance(v, str) and "\r" in v).any()
+                 for c in safe.columns if not pd.api.types.is_numeric_dtype(safe[c]))
+    return safe.to_csv(index=False, quoting=csv.QUOTE_NONNUMERIC if has_cr else csv.QUOTE_MINIMAL)
 
 
 #: First characters that make a spreadsheet evaluate a cell as a formula (CSV injection).
@@ -357,7 +377,7 @@ def write_parquet(frames: dict[str, pd.DataFrame], directory: str | Path, stem: 
         import pyarrow  # noqa: F401
     except ModuleNotFoundError:
         raise OpgraphInputError(str(directory), "Parquet output needs pyarrow: pip install 'opgraph[parquet]'") from None
-    paths = [check_output_path(Path(directory) / _file_name(stem, name, "parquet"), inputs) for name in frames]
+    paths = [check_output_path(p, inputs) for p in table_file_paths(frames, directory, stem, "parquet")]
     for p, df in zip(paths, frames.values()):
         with open_atomic(p, inputs) as fh:
             _plain(df).to_parquet(fh, index=False)
@@ -384,8 +404,28 @@ def write_xlsx(frames: dict[str, pd.DataFrame], path: str | Path, inputs: tuple[
                     names[sheet] += 1
                     sheet = f"{name[:27]}_{names[sheet]}"
                 names.setdefault(sheet, 0)
-                spreadsheet_safe(_plain(df)).to_excel(xw, sheet_name=sheet, index=False)
+                xlsx_safe(spreadsheet_safe(_plain(df))).to_excel(xw, sheet_name=sheet, index=False)
     return Path(path)
+
+
+#: The characters a worksheet cannot hold (openpyxl's ``ILLEGAL_CHARACTERS_RE``: C0 controls
+#: except tab, LF and CR).
+_XLSX_ILLEGAL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+
+
+def xlsx_safe(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with every character a worksheet cannot hold (NUL, ESC, the other C0 controls
+    but tab, LF and CR) written as a visible escape (``\\x1b``), as on the terminal; in the
+    cells and the column names."""
+    def fix(v: Any) -> Any:
+        return _XLSX_ILLEGAL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", v) if isinstance(v, str) else v
+
+    out = df.copy()
+    out.columns = [fix(c) for c in out.columns]
+    for c in out.columns:
+        if out[c].dtype == object or pd.api.types.is_string_dtype(out[c]):
+            out[c] = out[c].map(fix)
+    return out
 
 
 def _file_name(stem: str, name: str, ext: str) -> str:

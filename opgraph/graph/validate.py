@@ -51,6 +51,13 @@ def check_structure(G: nx.DiGraph, path: str) -> None:
                                           "attributes that are not a dict")
 
 
+#: The largest rank id a job may hold: a million ranks (0..999,999), ten times the largest
+#: jobs run today (about 100,000 GPUs), and the size of the widest --keep / --ranks
+#: selection. Larger ids (2**31, 2**62) made 32-bit Perfetto pids overflow and per-rank
+#: arrays of 4 EiB.
+MAX_RANK_ID = 999_999
+
+
 #: Columns of the event table the analyses read (``events_from_columns`` restores dtypes).
 _REQUIRED_EVENT_COLS = ("eid", "kind", "name", "ts_ns", "dur_ns", "pid", "tid", "args")
 #: Graph attributes and the types the analyses expect of them (when present).
@@ -142,6 +149,9 @@ def check_graph_attrs(gr: dict, path: str, args_packed: bool = False) -> None:
             raise OpgraphInputError(path, f"job 'collectives' table lacks column(s) {', '.join(lack)}")
         if any(not isinstance(r, dict) or "rank" not in r for r in job["ranks"]):
             raise OpgraphInputError(path, "job 'ranks' rows must be objects with a 'rank'")
+        bad = [r["rank"] for r in job["ranks"] if type(r["rank"]) is not int or not 0 <= r["rank"] <= MAX_RANK_ID]
+        if bad:
+            raise OpgraphInputError(path, f"job rank id {bad[0]!r:.40} is not an integer in 0..{MAX_RANK_ID:,}")
 
 
 def _check_nodes(G: nx.DiGraph, path: str) -> None:

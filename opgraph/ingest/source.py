@@ -4,9 +4,7 @@ errors: traces (:func:`read_source`) and every other JSON input (:func:`read_jso
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import stat
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,39 +13,16 @@ from typing import Any
 import orjson
 
 from opgraph.errors import OpgraphInputError
+from opgraph.infiles import (  # noqa: F401 - re-exported: the readers' cap and checks live there
+    DEFAULT_MAX_DECOMPRESSED_BYTES, MAX_DECOMPRESSED_ENV, max_decompressed_bytes, read_regular_file, size_text,
+)
 
 GZIP_MAGIC = b"\x1f\x8b"
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
-#: Default cap on the decompressed size of a gzip input (8 GiB); a larger expansion is
-#: refused with one line before memory runs out (a "gzip bomb" of a few MB can expand to
-#: many GB). Override with the environment variable :data:`MAX_DECOMPRESSED_ENV` (bytes).
-DEFAULT_MAX_DECOMPRESSED_BYTES = 8 * 1024 ** 3
-MAX_DECOMPRESSED_ENV = "OPGRAPH_MAX_DECOMPRESSED_BYTES"
 _IN_STEP = 1 << 20  # compressed bytes fed per call (bounds the unconsumed tail)
 _OUT_STEP = 64 << 20  # decompressed bytes produced per call at most
 _NONZERO = re.compile(rb"[^\x00]")
-
-
-def max_decompressed_bytes(path: str | None = None) -> int:
-    """The decompressed-size cap in bytes: ``$OPGRAPH_MAX_DECOMPRESSED_BYTES`` when set
-    (a positive integer; ``8GiB``-style suffixes KiB/MiB/GiB/TiB accepted), else 8 GiB."""
-    v = os.environ.get(MAX_DECOMPRESSED_ENV, "").strip()
-    if not v:
-        return DEFAULT_MAX_DECOMPRESSED_BYTES
-    m = re.fullmatch(r"(\d+)\s*([KMGT]i?B?)?", v, flags=re.IGNORECASE)
-    if not m or int(m.group(1)) <= 0:
-        raise OpgraphInputError(path, f"{MAX_DECOMPRESSED_ENV}={v!r}: expected a positive number of bytes "
-                                      "(e.g. 17179869184 or 16GiB)")
-    unit = (m.group(2) or "").upper()[:1]
-    return int(m.group(1)) * 1024 ** " KMGT".index(unit or " ")
-
-
-def _size(n: int) -> str:
-    for unit, k in (("GiB", 1024 ** 3), ("MiB", 1024 ** 2), ("KiB", 1024)):
-        if n >= k:
-            return f"{n / k:.4g} {unit}"
-    return f"{n} bytes"
 
 
 def decompress_gzip(raw: bytes, path: str, limit: int | None = None) -> bytes:
@@ -74,7 +49,7 @@ def decompress_gzip(raw: bytes, path: str, limit: int | None = None) -> bytes:
             out = d.decompress(inp, max(1, min(_OUT_STEP, cap - total + 1)))
             total += len(out)
             if total > cap:
-                raise OpgraphInputError(path, f"decompresses to more than {_size(cap)} (the cap on "
+                raise OpgraphInputError(path, f"decompresses to more than {size_text(cap)} (the cap on "
                                               f"decompressed size; set {MAX_DECOMPRESSED_ENV} to raise it)")
             chunks.append(out)
             if d.eof:
@@ -128,32 +103,6 @@ class SourceBytes:
     def sha256(self) -> str:
         """Hex SHA-256 of the file as stored (compressed bytes for .gz)."""
         return self.digest.result()
-
-
-def read_regular_file(path: str | Path) -> bytes:
-    """The bytes of ``path``, which must be a regular file no larger than the input cap
-    (:func:`max_decompressed_bytes`): a FIFO, device or socket would block or never end,
-    and a file over the cap would exhaust memory. Each refusal is an
-    :class:`OpgraphInputError` naming the file."""
-    p = Path(path)
-    try:
-        st = os.stat(p)
-        if stat.S_ISDIR(st.st_mode):
-            raise IsADirectoryError
-        if not stat.S_ISREG(st.st_mode):
-            raise OpgraphInputError(str(p), "is not a regular file (a FIFO, device or socket): opgraph reads trace "
-                                            "files (save the stream to a file first)")
-        cap = max_decompressed_bytes(str(p))
-        if st.st_size > cap:
-            raise OpgraphInputError(str(p), f"is {_size(st.st_size)}, over the {_size(cap)} input cap (set "
-                                            f"{MAX_DECOMPRESSED_ENV} to raise it)")
-        return p.read_bytes()
-    except FileNotFoundError:
-        raise OpgraphInputError(str(p), "no such file") from None
-    except IsADirectoryError:
-        raise OpgraphInputError(str(p), "is a directory, expected a trace file") from None
-    except OSError as e:
-        raise OpgraphInputError(str(p), f"cannot read: {e.strerror or e}") from None
 
 
 def read_source(path: str | Path) -> SourceBytes:

@@ -117,20 +117,49 @@ def discover(inputs: list[str] | tuple[str, ...] | str) -> Discovery:
     return Discovery(uniq, skipped)
 
 
-def check_ranks(pairs: list[tuple[int | None, str]]) -> None:
-    """Raise a one-line :class:`OpgraphInputError` when a file has no rank or two files
-    claim the same rank; ``pairs`` is ``(rank, file)`` per file."""
+def check_ranks(pairs: list[tuple[int | None, str]], unknown_ok: bool = False) -> None:
+    """Raise a one-line :class:`OpgraphInputError` when a file has no rank (unless
+    ``unknown_ok``), a rank id is outside 0..:data:`~opgraph.graph.validate.MAX_RANK_ID`, or
+    two files claim the same rank; ``pairs`` is ``(rank, file)`` per file."""
+    from opgraph.graph.validate import MAX_RANK_ID
+
     missing = [f for r, f in pairs if r is None]
-    if missing:
+    if missing and not unknown_ok:
         raise OpgraphInputError(missing[0], "rank unknown: no distributedInfo.rank and no rank in the "
                                 "file name (rank-3, rank3, worker3, _3.)"
                                 + (f"; also {len(missing) - 1} more files" if len(missing) > 1 else ""))
+    for r, f in pairs:
+        if r is not None and not 0 <= int(r) <= MAX_RANK_ID:
+            raise OpgraphInputError(f, f"rank id {int(r):,} is out of range: rank ids are 0..{MAX_RANK_ID:,}")
     by_rank: dict[int, list[str]] = {}
     for r, f in pairs:
-        by_rank.setdefault(int(r), []).append(f)  # type: ignore[arg-type]
+        if r is not None:
+            by_rank.setdefault(int(r), []).append(f)
     dups = {r: fs for r, fs in by_rank.items() if len(fs) > 1}
     if dups:
         r = min(dups)
         fs = dups[r]
         raise OpgraphInputError(fs[0], f"duplicate rank {r}: also claimed by {', '.join(fs[1:])}"
                                 + (f" (and {len(dups) - 1} more duplicated ranks)" if len(dups) > 1 else ""))
+
+
+def identical_traces(files: list[str], digests: list[str | None]) -> list[dict[str, object]]:
+    """The ``identical_rank_traces`` warning (job warnings' shape) when two rank files have
+    the same content (``digests``: SHA-256 per file, ``None`` unknown): a copy of one rank's
+    trace named as another rank (ranks from file names) counts one rank twice. Empty when
+    all differ."""
+    seen: dict[str, str] = {}
+    pairs = []
+    for f, d in zip(files, digests):
+        if d is None:
+            continue
+        if d in seen:
+            pairs.append((seen[d], f))
+        else:
+            seen[d] = f
+    if not pairs:
+        return []
+    a, b = pairs[0]
+    return [{"code": "identical_rank_traces", "count": len(pairs), "example_eid": None,
+             "message": f"{os.path.basename(b)} has the same content as {os.path.basename(a)}: one rank's trace "
+                        f"may be counted twice" + (f" ({len(pairs) - 1} more such files)" if len(pairs) > 1 else "")}]

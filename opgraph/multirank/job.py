@@ -22,7 +22,7 @@ from opgraph.version import GRAPH_SCHEMA_VERSION, __version__
 from opgraph.errors import OpgraphInputError
 from opgraph.graph.edge_kinds import renumbered
 from opgraph.multirank.executor import run
-from opgraph.multirank.identity import check_ranks, discover
+from opgraph.multirank.identity import check_ranks, discover, identical_traces
 from opgraph.multirank.match import align_clocks, match_collectives
 from opgraph.multirank.worker import COLLECTIVE_COLUMNS, STEP_COLUMNS, RankResult, rank_result
 
@@ -242,6 +242,7 @@ def merge_results(results: list[RankResult]) -> dict[str, Any]:
     ranks = [int(r.rank) for r in results]  # type: ignore[arg-type]
     ws = {r.world_size for r in results if r.world_size is not None}
     t, al, warnings = matched_collectives(results)
+    warnings += identical_traces([r.file for r in results], [r.sha256 for r in results])
     unmatched = int((t["coll_id"] < 0).sum())
 
     # --- node offsets and the merged payload ---
