@@ -137,3 +137,47 @@ def test_idle_causes_exact(name: str, tmp_path: Path, cli) -> None:
     doc = json.loads(r.stdout)
     validate(doc, "idle.schema.json")
     assert doc["devices"][0]["causes_us"] == {k: float(v) for k, v in sc.idle["device"].items()}
+
+
+# ------------------------------------------------------------------ what-ifs on the scenarios
+WHATIF_CASES = [(n, i) for n in PATH_SCENARIOS for i in range(len(path_scenario(n).whatifs))]
+
+
+@pytest.mark.parametrize("name,i", WHATIF_CASES)
+def test_whatifs_move_as_constructed(name: str, i: int, written: dict[str, Path]) -> None:
+    from opgraph.predict import parse_transforms, predict
+
+    wi = path_scenario(name).whatifs[i]
+    G = load_any(str(written[name]))
+    res = predict(G, parse_transforms(**wi["transforms"]))
+    got = {r["name"]: r["predicted"].span_ns / 1000.0 for r in res.steps()}
+    assert got == wi["predicted_us"]
+
+
+def test_stream_wait_reaches_the_awaited_work(written: dict[str, Path], tmp_path: Path) -> None:
+    """The held kernel depends on the GEMM the thread launched on another stream before its
+    cudaStreamWaitEvent (evidence ``stream_wait_work``) and on the call; the evidence is
+    decoded into the analyses' columns and survives a save as node-link JSON."""
+    from opgraph.graph.arrays import GraphArrays
+    from opgraph.graph.io import save_graph
+
+    G = load_any(str(written["stream_wait_work"]))
+    N = G.nodes
+    waits = sorted((N[u]["name"], N[v]["name"], d["evidence"], d["inferred"])
+                   for u, v, d in G.edges(data=True) if d["kind"] == "event_wait")
+    assert waits == [("cudaStreamWaitEvent", "k_after_wait", "stream_wait_call", True),
+                     ("sgemm_128x64_nn", "k_after_wait", "stream_wait_work", True)]
+    assert "stream_wait_work_inferred" in {h["code"] for h in G.graph["health"]}
+    a = GraphArrays.from_graph(G)
+    ws, _ = a.out_edges("event_wait")
+    ev = dict(zip(a.name[ws].tolist(), a.edge_attr("event_wait", "evidence", None).tolist()))
+    assert ev == {"cudaStreamWaitEvent": "stream_wait_call", "sgemm_128x64_nn": "stream_wait_work"}
+    out = tmp_path / "g.json.gz"
+    save_graph(G, out)
+    G2 = load_any(str(out))
+    assert sorted(d["evidence"] for *_, d in G2.edges(data=True) if d["kind"] == "event_wait") == \
+        ["stream_wait_call", "stream_wait_work"]
+    # the saved model's columns decode it too
+    G3 = load_any(str(written["stream_wait_work"]), model=True)
+    a3 = G3.arrays
+    assert sorted(a3.edge_attr("event_wait", "evidence", None).tolist()) == ["stream_wait_call", "stream_wait_work"]

@@ -12,8 +12,8 @@ Definitions (docs/idle.md)
   ``launch_latency`` (``c`` ran and the activity started: from ``c``'s start, or the gap
   start, until ``c``'s end plus :data:`opgraph.graph.streams.LATE_START_NS`);
   ``device_wait`` (``x`` was held by an event wait, recorded or inferred: until the awaited
-  work ended, named by where it ran, or to the gap's end when only the host's
-  ``cudaStreamWaitEvent`` is known); ``kernel_gap`` when ``x`` was queued (the device's own
+  work ended, named by where it ran, and on to the gap's end, named by the call, when the
+  host's ``cudaStreamWaitEvent`` held it); ``kernel_gap`` when ``x`` was queued (the device's own
   delay in starting queued work: at most the same bound after the gap start, or after the
   awaited work ended); the rest ``untraced`` (held by nothing the trace records; an ``x``
   launched before the trace began counts as queued). The causes sum to the idle.
@@ -254,36 +254,72 @@ def _sync_calls(a: GraphArrays) -> np.ndarray:
 
 
 @dataclass
+class _Holds:
+    """Per node, what held it by an event wait (-1: nothing): ``act`` the awaited device
+    activity that ended last (a recorded wait, an inferred stream join or stream end, or the
+    work a host-side ``cudaStreamWaitEvent`` followed), ``call`` the host's wait call (its
+    stream and event are not recorded: it holds until the activity starts)."""
+
+    act: np.ndarray
+    call: np.ndarray
+
+    @classmethod
+    def of(cls, a: GraphArrays) -> "_Holds":
+        act = np.full(a.n, -1, dtype=np.int64)
+        call = np.full(a.n, -1, dtype=np.int64)
+        ws_, wd_ = a.out_edges("event_wait")
+        if len(ws_):
+            o = np.argsort(a.end[ws_], kind="stable")  # the latest-ending source names the wait
+            ws_, wd_ = ws_[o], wd_[o]
+            on_dev = a.is_activity[ws_]
+            act[wd_[on_dev]] = ws_[on_dev]
+            call[wd_[~on_dev]] = ws_[~on_dev]
+        return cls(act, call)
+
+
+@dataclass
 class _Split:
     """Per gap (ns): the end of the host-late part, of the launch latency, of the device
-    wait and of the kernel gap; whether an event wait held the activity, and by what."""
+    wait on the awaited activity, of the whole device wait and of the kernel gap; whether an
+    event wait held the activity, and by what (``held_act`` / ``held_call``, -1: none)."""
 
     host_end: np.ndarray
     lat_end: np.ndarray
+    act_end: np.ndarray
     wait_end: np.ndarray
     gap_end: np.ndarray
     held: np.ndarray
-    held_by: np.ndarray
+    held_act: np.ndarray
+    held_call: np.ndarray
+
+    @property
+    def held_by(self) -> np.ndarray:
+        """Per gap, what held it: the awaited activity when the wait on it covers part of the
+        gap, else the wait call, else the activity (-1: not held)."""
+        return np.where((self.held_act >= 0) & ((self.act_end > self.lat_end) | (self.held_call < 0)),
+                        self.held_act, self.held_call)
 
 
 def _split(g0: np.ndarray, g1: np.ndarray, ender: np.ndarray, launch_ts: np.ndarray, call_end: np.ndarray,
-           launcher: np.ndarray, held_by: np.ndarray, held_end: np.ndarray) -> _Split:
+           launcher: np.ndarray, holds: _Holds, end: np.ndarray) -> _Split:
     """The time-ordered cut points of each gap ``[g0, g1)`` ended by activity ``ender``
     (module docstring): host late until the launch call starts; launch latency until the
     call's end plus :data:`LATE_START_NS`; for an activity held by an event wait, a device
-    wait until the awaited work ended (to the gap's end when that is a host call's wait);
-    then, for queued work, a kernel gap of at most :data:`LATE_START_NS` after the gap
-    start (after the awaited work ended, for held work); the rest is untraced."""
+    wait until the awaited activity ended (``end``), and on to the gap's end when the
+    host's wait call also held it (the call says the stream waited until the activity
+    started); then, for queued work, a kernel gap of at most :data:`LATE_START_NS` after the
+    gap start (after the awaited work ended, for held work); the rest is untraced."""
     has = launcher[ender] >= 0
     host_end = np.where(has, np.clip(launch_ts[ender], g0, g1), g0)
     lat_end = np.where(has, np.clip(call_end[ender] + LATE_START_NS, host_end, g1), host_end)
-    hb = held_by[ender]
-    held = hb >= 0
-    wait_end = np.where(held, np.clip(held_end[ender], lat_end, g1), lat_end)
+    ha, hc = holds.act[ender], holds.call[ender]
+    held = (ha >= 0) | (hc >= 0)
+    act_end = np.where(ha >= 0, np.clip(end[np.maximum(ha, 0)], lat_end, g1), lat_end)
+    wait_end = np.where(hc >= 0, g1, act_end)
     queued = ~has | (launch_ts[ender] < g0) | held
     base = np.where(held, wait_end, g0)  # the activity could start from here on
     gap_end = np.where(queued, np.clip(base + LATE_START_NS, wait_end, g1), wait_end)
-    return _Split(host_end, lat_end, wait_end, gap_end, held, hb)
+    return _Split(host_end, lat_end, act_end, wait_end, gap_end, held, ha, hc)
 
 
 #: Times are kept within +-2**62 ns (about 146 years either side of the epoch) so that
@@ -334,15 +370,7 @@ def idle_time(G: AnyGraph, kernel_wait_us: float = 30.0, arr: GraphArrays | None
     launch_ts[ld] = a.ts[ls]
     call_end[ld] = a.end[ls]
     launcher[ld] = ls
-    held_by = np.full(a.n, -1, dtype=np.int64)
-    ws_, wd_ = a.out_edges("event_wait")
-    if len(ws_):
-        o = np.argsort(a.end[ws_], kind="stable")  # the latest-ending source names the wait
-        held_by[wd_[o]] = ws_[o]
-    # when the awaited work ended: a device activity's end; a host call's wait (the awaited
-    # stream and event are not recorded) lasts until the held activity starts
-    held_end = np.where(held_by >= 0, np.where(a.is_activity[np.maximum(held_by, 0)], a.end[np.maximum(held_by, 0)],
-                                               np.iinfo(np.int64).max // 2), np.iinfo(np.int64).min // 2)
+    holds = _Holds.of(a)
     is_sync = _sync_calls(a)
     kw_ns = int(round(kernel_wait_us * 1000))
     devices: list[DeviceIdle] = []
@@ -359,7 +387,7 @@ def idle_time(G: AnyGraph, kernel_wait_us: float = 30.0, arr: GraphArrays | None
         busy, g0, g1, nxt = union_gaps(st, en)
         span = int(en.max() - st[0])
         ender = sel[nxt]
-        sp = _split(g0, g1, ender, launch_ts, call_end, launcher, held_by, held_end)
+        sp = _split(g0, g1, ender, launch_ts, call_end, launcher, holds, a.end)
         late = sp.host_end > g0
         di = len(devices)
         base = n_dev_gaps
@@ -380,7 +408,7 @@ def idle_time(G: AnyGraph, kernel_wait_us: float = 30.0, arr: GraphArrays | None
             glen = sg1 - sg0
             kern = ~host & (glen < kw_ns)
             si = len(streams)
-            ssp = _split(sg0, sg1, s_end, launch_ts, call_end, launcher, held_by, held_end)
+            ssp = _split(sg0, sg1, s_end, launch_ts, call_end, launcher, holds, a.end)
             slate = ssp.host_end > sg0
             stream_gaps.extend(zip(sg0[slate].tolist(), ssp.host_end[slate].tolist(),
                                    launcher[s_end][slate].tolist(), [si] * int(slate.sum())))
@@ -405,8 +433,11 @@ def idle_time(G: AnyGraph, kernel_wait_us: float = 30.0, arr: GraphArrays | None
         host_late = int((sp.host_end - g0).sum())
         wait = sp.wait_end - sp.lat_end
         by: dict[str, int] = {}
-        for hb, r in zip(sp.held_by[sp.held].tolist(), wait[sp.held].tolist()):
-            if r > 0:
+        # the wait on the awaited activity names its stream; the rest, the host's wait call
+        for hb, r in ((hb, r) for src, part in ((sp.held_act, sp.act_end - sp.lat_end),
+                                                (sp.held_call, sp.wait_end - sp.act_end))
+                      for hb, r in zip(src.tolist(), part.tolist())):
+            if r > 0 and hb >= 0:
                 k = _lane_name(a, hb)
                 by[k] = by.get(k, 0) + int(r)
         d.cpu_induced_idle_ns = host_late - int(drain.sum())

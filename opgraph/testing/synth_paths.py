@@ -29,6 +29,14 @@ Scenarios (:data:`PATH_SCENARIOS`):
 * ``stream_held``: a kernel starts long after its launch returned on an idle stream with
   nothing recorded holding it: ``launch_overhead`` only up to the launch latency bound,
   the rest ``untraced`` on the stream.
+* ``stream_wait_work``: a ``cudaStreamWaitEvent`` holds a kernel until the GEMM the same
+  thread launched on another stream before the wait ended (50 µs later, too late for a
+  stream-end inference): the path runs through the GEMM, and halving the GEMM moves the
+  held kernel, the sync and the step's end by the 500 µs it saves.
+
+Scenarios may carry what-ifs (``PathScenario.whatifs``): ``predict``'s transform
+arguments and each window's predicted span (µs), walked by hand from the replay model of
+docs/predict.md.
 """
 
 from __future__ import annotations
@@ -51,7 +59,8 @@ STREAM = 7
 IDLE_SCENARIOS: tuple[str, ...] = ("idle_stream_wait_call", "idle_collective_join", "idle_pre_trace")
 
 PATH_SCENARIOS: tuple[str, ...] = ("autograd_handoff", "fwdbwd_flow", "sequence_number", "run_backward_wait",
-                                   "untraced_gap", "sleeping_helper", "overlapping_windows", "stream_held")
+                                   "untraced_gap", "sleeping_helper", "overlapping_windows", "stream_held",
+                                   "stream_wait_work")
 
 
 @dataclass
@@ -65,6 +74,8 @@ class PathScenario:
     #: idle scenarios: per device the causes (µs), per stream the causes, the blame by top op,
     #: and what held the device waits
     idle: dict[str, Any] = field(default_factory=dict)
+    #: what-ifs: ``{"transforms": {parse_transforms keyword: value}, "predicted_us": {window: span}}``
+    whatifs: list[dict[str, Any]] = field(default_factory=list)
 
 
 class _Doc:
@@ -276,6 +287,32 @@ def stream_held() -> PathScenario:
                           "sync_wait": 10}}])
 
 
+def stream_wait_work() -> PathScenario:
+    d = _Doc()
+    d.x("user_annotation", "ProfilerStep#1", 0, 1200)
+    d.op("aten::mm", 5, 22)
+    d.launch(10, 20, 30, 1030, "sgemm_128x64_nn", stream=20)
+    d.runtime("cudaEventRecord", 24, 27)
+    d.runtime("cudaStreamWaitEvent", 30, 35)
+    # held on stream 7 until the GEMM ended (+50 µs: beyond the 20 µs of a stream-end inference)
+    d.launch(40, 50, 1080, 1180, "k_after_wait")
+    d.runtime("cudaDeviceSynchronize", 60, 1190)
+    segs = [_seg(0, 5, "cpu", "ProfilerStep#1"), _seg(5, 10, "cpu", "aten::mm"),
+            _seg(10, 20, "launch_overhead", "cudaLaunchKernel"), _seg(20, 30, "launch_overhead", None),
+            _seg(30, 1030, "gpu_compute", "sgemm_128x64_nn"), _seg(1030, 1080, "device_wait", None),
+            _seg(1080, 1180, "gpu_compute", "k_after_wait"), _seg(1180, 1190, "sync_wait", "cudaDeviceSynchronize"),
+            _seg(1190, 1200, "cpu", "ProfilerStep#1")]
+    # inferred: the stream wait on the GEMM (50) and the sync (10, no cuda_sync records)
+    return PathScenario("stream_wait_work", d.document(), [
+        {"name": "ProfilerStep#1", "start_us": 0, "end_us": 1200, "path": segs, "inferred_us": 60,
+         "breakdown_us": {"cpu": 20, "launch_overhead": 20, "gpu_compute": 1100, "device_wait": 50,
+                          "sync_wait": 10}}],
+        # GEMM x0.5 ends at 530: the held kernel 580-680, the sync 690, the step 700;
+        # the held kernel x0.5: 1080-1130, the sync 1140, the step 1150
+        whatifs=[{"transforms": {"scale_kernels": ["sgemm=0.5"]}, "predicted_us": {"ProfilerStep#1": 700}},
+                 {"transforms": {"scale_kernels": ["k_after=0.5"]}, "predicted_us": {"ProfilerStep#1": 1150}}])
+
+
 def idle_stream_wait_call() -> PathScenario:
     """A kernel held 900 µs by a cudaStreamWaitEvent the host issued right before its launch
     (its awaited stream and event are not recorded): a device wait named by the call."""
@@ -339,7 +376,8 @@ def idle_scenario(name: str) -> PathScenario:
 
 _BUILDERS = {"autograd_handoff": autograd_handoff, "fwdbwd_flow": fwdbwd_flow, "sequence_number": sequence_number,
              "run_backward_wait": run_backward_wait, "untraced_gap": untraced_gap, "sleeping_helper": sleeping_helper,
-             "overlapping_windows": overlapping_windows, "stream_held": stream_held}
+             "overlapping_windows": overlapping_windows, "stream_held": stream_held,
+             "stream_wait_work": stream_wait_work}
 
 
 def path_scenario(name: str) -> PathScenario:
@@ -353,5 +391,6 @@ def write_path_scenario(sc: PathScenario, directory: str | Path) -> Path:
     d.mkdir(parents=True, exist_ok=True)
     p = d / f"{sc.name}.json"
     p.write_text(json.dumps(sc.trace))
-    (d / f"{sc.name}.answers.json").write_text(json.dumps({"windows": sc.windows, "summary": sc.summary}, indent=1))
+    (d / f"{sc.name}.answers.json").write_text(json.dumps({"windows": sc.windows, "summary": sc.summary,
+                                                           "idle": sc.idle, "whatifs": sc.whatifs}, indent=1))
     return p
