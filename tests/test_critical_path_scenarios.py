@@ -125,6 +125,7 @@ def test_idle_causes_exact(name: str, tmp_path: Path, cli) -> None:
     assert {k: v / 1000 for k, v in d.causes_ns.items()} == sc.idle["device"]
     assert sum(d.causes_ns.values()) == d.idle_ns
     assert {k: v / 1000 for k, v in d.device_wait_by_ns.items()} == sc.idle.get("device_wait_by", {})
+    assert {k: v / 1000 for k, v in d.launch_unknown_by_ns.items()} == sc.idle.get("launch_unknown_by", {})
     for s in res.streams:
         assert sum(s.causes_ns.values()) == s.idle_ns
         if s.stream in sc.idle.get("streams", {}):
@@ -140,15 +141,20 @@ def test_idle_causes_exact(name: str, tmp_path: Path, cli) -> None:
 
 
 # ------------------------------------------------------------------ what-ifs on the scenarios
-WHATIF_CASES = [(n, i) for n in PATH_SCENARIOS for i in range(len(path_scenario(n).whatifs))]
+def _scenario(name: str):
+    return path_scenario(name) if name in PATH_SCENARIOS else idle_scenario(name)
+
+
+WHATIF_CASES = [(n, i) for n in PATH_SCENARIOS + IDLE_SCENARIOS for i in range(len(_scenario(n).whatifs))]
 
 
 @pytest.mark.parametrize("name,i", WHATIF_CASES)
-def test_whatifs_move_as_constructed(name: str, i: int, written: dict[str, Path]) -> None:
+def test_whatifs_move_as_constructed(name: str, i: int, written: dict[str, Path], tmp_path: Path) -> None:
     from opgraph.predict import parse_transforms, predict
 
-    wi = path_scenario(name).whatifs[i]
-    G = load_any(str(written[name]))
+    sc = _scenario(name)
+    wi = sc.whatifs[i]
+    G = load_any(str(written[name] if name in written else write_path_scenario(sc, tmp_path)))
     res = predict(G, parse_transforms(**wi["transforms"]))
     got = {r["name"]: r["predicted"].span_ns / 1000.0 for r in res.steps()}
     assert got == wi["predicted_us"]
@@ -181,3 +187,18 @@ def test_stream_wait_reaches_the_awaited_work(written: dict[str, Path], tmp_path
     G3 = load_any(str(written["stream_wait_work"]), model=True)
     a3 = G3.arrays
     assert sorted(a3.edge_attr("event_wait", "evidence", None).tolist()) == ["stream_wait_call", "stream_wait_work"]
+
+
+def test_launch_unknown_in_the_tables(tmp_path: Path, cli) -> None:
+    """The text output has the launch_unknown column and names the busy thread; the gaps
+    table carries the cause per gap."""
+    from opgraph.analysis.idle import idle_time
+
+    p = write_path_scenario(idle_scenario("idle_launch_unknown"), tmp_path)
+    r = cli(["idle", str(p)])
+    assert r.exit_code == 0, r.stderr
+    out = " ".join(r.stdout.split())
+    assert "launch unknown" in out
+    assert "GPU 0 launch_unknown 550.0 µs: activities with no launch record while thread 1/1" in out
+    g = idle_time(load_any(str(p))).tables()["gaps"]
+    assert g["launch_unknown"].tolist() == [300.0, 250.0, 0.0]

@@ -130,7 +130,7 @@ def _gpu_answers(b: TraceBuilder) -> tuple[dict[str, Any], dict[str, int]]:
             x = min(after, key=lambda a: (b.launcher[id(a)].ts, a.ts))
             held[id(x)] = max(before, key=lambda a: (b.launcher[id(a)].ts, a.ts)).end
     causes = {"cpu_induced": 0, "sync_drain": 0, "launch_latency": 0, "kernel_gap": 0, "device_wait": 0,
-              "untraced": 0}
+              "launch_unknown": 0, "untraced": 0}  # every activity here has its launch call: no launch_unknown
     for (_, g0), (g1, _) in zip(merged, merged[1:]):
         enders = [a for a in b.activities if a.ts == g1]
         assert len(enders) == 1, f"{b.name}: gap ending at {g1} has {len(enders)} activities"

@@ -56,7 +56,8 @@ DEVICE = 0
 STREAM = 7
 
 #: Idle scenarios (:func:`idle_scenario`): the device idle split by cause.
-IDLE_SCENARIOS: tuple[str, ...] = ("idle_stream_wait_call", "idle_collective_join", "idle_pre_trace")
+IDLE_SCENARIOS: tuple[str, ...] = ("idle_stream_wait_call", "idle_collective_join", "idle_pre_trace",
+                                   "idle_launch_unknown")
 
 PATH_SCENARIOS: tuple[str, ...] = ("autograd_handoff", "fwdbwd_flow", "sequence_number", "run_backward_wait",
                                    "untraced_gap", "sleeping_helper", "overlapping_windows", "stream_held",
@@ -110,6 +111,12 @@ class _Doc:
         self.events.append({"ph": "X", "cat": "kernel", "name": kname, "pid": DEVICE, "tid": stream,
                             "ts": BASE_US + k_ts, "dur": k_end - k_ts,
                             "args": {"device": DEVICE, "stream": stream, "correlation": corr}})
+
+    def dma(self, ts: int, end: int, stream: int = 8) -> None:
+        """An MTIA ``dma_request`` on (DEVICE, ``stream``) with no correlation: no launch link."""
+        self.events.append({"ph": "X", "cat": "mtia_ccp_events", "name": "dma_request", "pid": DEVICE, "tid": stream,
+                            "ts": BASE_US + ts, "dur": end - ts,
+                            "args": {"stream": stream, "direction": "HOST_TO_DEVICE", "size": 1024}})
 
     def runtime(self, name: str, ts: int, end: int, tid: int = MAIN) -> None:
         self.corr += 1
@@ -326,7 +333,7 @@ def idle_stream_wait_call() -> PathScenario:
     # gap [125, 1150): host late 125-140 (aten::add 10, cudaStreamWaitEvent 5), launch
     # latency 140-250 (call end 150 + 100), held by the wait call until k2 starts
     return PathScenario("idle_stream_wait_call", d.document(), [], idle={
-        "device": {"cpu_induced": 15, "sync_drain": 0, "launch_latency": 110, "kernel_gap": 0, "device_wait": 900,
+        "device": {"cpu_induced": 15, "sync_drain": 0, "launch_latency": 110, "kernel_gap": 0, "device_wait": 900, "launch_unknown": 0,
                    "untraced": 0},
         "device_wait_by": {"thread 1/1 (cudaStreamWaitEvent)": 900},
         "blame_top": {"aten::add": 15}})
@@ -347,9 +354,9 @@ def idle_collective_join() -> PathScenario:
     # gap after the collective. Stream 7: gap [90, 610): launch latency to 145 (45 + 100),
     # device wait to 600 (the collective's end), kernel gap 600-610.
     return PathScenario("idle_collective_join", d.document(), [], idle={
-        "device": {"cpu_induced": 0, "sync_drain": 0, "launch_latency": 10, "kernel_gap": 10, "device_wait": 0,
+        "device": {"cpu_induced": 0, "sync_drain": 0, "launch_latency": 10, "kernel_gap": 10, "device_wait": 0, "launch_unknown": 0,
                    "untraced": 0},
-        "streams": {7: {"cpu_induced": 0, "sync_drain": 0, "launch_latency": 55, "kernel_gap": 10, "device_wait": 455,
+        "streams": {7: {"cpu_induced": 0, "sync_drain": 0, "launch_latency": 55, "kernel_gap": 10, "device_wait": 455, "launch_unknown": 0,
                         "untraced": 0}},
         "blame_top": {}})
 
@@ -363,15 +370,43 @@ def idle_pre_trace() -> PathScenario:
     d.kernel(300, 400, "k_pre_trace", 99)
     d.runtime("cudaDeviceSynchronize", 60, 410)
     return PathScenario("idle_pre_trace", d.document(), [], idle={
-        "device": {"cpu_induced": 0, "sync_drain": 0, "launch_latency": 0, "kernel_gap": 100, "device_wait": 0,
+        "device": {"cpu_induced": 0, "sync_drain": 0, "launch_latency": 0, "kernel_gap": 100, "device_wait": 0, "launch_unknown": 0,
                    "untraced": 150},
         "blame_top": {}})
+
+
+def idle_launch_unknown() -> PathScenario:
+    """Device copies with no launch link (MTIA ``dma_request`` without a correlation) end two
+    device gaps after the device's first launch returned and after a launched activity of
+    their stream ran (so they were not queued before the trace), while the thread that
+    launches the device's work is busy in ``runFunction`` the whole time: ``launch_unknown``
+    by that thread, not ``kernel_gap``/``untraced``. The last gap is ended by a launched
+    kernel: host late, then the launch latency."""
+    d = _Doc()
+    d.x("user_annotation", "ProfilerStep#1", 0, 1000)
+    d.op("runFunction", 5, 900)
+    d.launch(10, 20, 30, 100, "pe_exe_k1", stream=8)
+    d.dma(400, 450)
+    d.dma(700, 760)
+    d.launch(800, 810, 820, 900, "pe_exe_k2")
+    d.runtime("cudaDeviceSynchronize", 905, 910)
+    # gaps [100, 400) and [450, 700): launch unknown; [760, 820): host late until the launch
+    # at 800 (runFunction), launch latency to 820
+    return PathScenario("idle_launch_unknown", d.document(), [], idle={
+        "device": {"cpu_induced": 40, "sync_drain": 0, "launch_latency": 20, "kernel_gap": 0, "device_wait": 0,
+                   "launch_unknown": 550, "untraced": 0},
+        "launch_unknown_by": {"thread 1/1": 550},
+        "streams": {8: {"cpu_induced": 0, "sync_drain": 0, "launch_latency": 0, "kernel_gap": 0, "device_wait": 0,
+                        "launch_unknown": 550, "untraced": 0}},
+        "blame_top": {"runFunction": 40}},
+        # halving the copies shortens nothing the host waits for: the step keeps its 1000 µs
+        whatifs=[{"transforms": {"scale_kernels": ["dma_request=0.5"]}, "predicted_us": {"ProfilerStep#1": 1000}}])
 
 
 def idle_scenario(name: str) -> PathScenario:
     """Idle scenario ``name`` (one of :data:`IDLE_SCENARIOS`)."""
     return {"idle_stream_wait_call": idle_stream_wait_call, "idle_collective_join": idle_collective_join,
-            "idle_pre_trace": idle_pre_trace}[name]()
+            "idle_pre_trace": idle_pre_trace, "idle_launch_unknown": idle_launch_unknown}[name]()
 
 
 _BUILDERS = {"autograd_handoff": autograd_handoff, "fwdbwd_flow": fwdbwd_flow, "sequence_number": sequence_number,
