@@ -29,6 +29,9 @@ Scenarios (:data:`PATH_SCENARIOS`):
 * ``stream_held``: a kernel starts long after its launch returned on an idle stream with
   nothing recorded holding it: ``launch_overhead`` only up to the launch latency bound,
   the rest ``untraced`` on the stream.
+* ``blocked_launch``: a launch call that returns 590 µs after it began (lazy module loading,
+  a full launch queue) keeps 50 µs of ``launch_overhead`` (``LAUNCH_CALL_MAX_NS``, the
+  launch latency the real traces show); the rest of the call is ``untraced``, owned by it.
 * ``stream_wait_work``: a ``cudaStreamWaitEvent`` holds a kernel until the GEMM the same
   thread launched on another stream before the wait ended (50 µs later, too late for a
   stream-end inference): the path runs through the GEMM, and halving the GEMM moves the
@@ -61,7 +64,7 @@ IDLE_SCENARIOS: tuple[str, ...] = ("idle_stream_wait_call", "idle_collective_joi
 
 PATH_SCENARIOS: tuple[str, ...] = ("autograd_handoff", "fwdbwd_flow", "sequence_number", "run_backward_wait",
                                    "untraced_gap", "sleeping_helper", "overlapping_windows", "stream_held",
-                                   "stream_wait_work")
+                                   "stream_wait_work", "blocked_launch")
 
 
 @dataclass
@@ -320,6 +323,22 @@ def stream_wait_work() -> PathScenario:
                  {"transforms": {"scale_kernels": ["k_after=0.5"]}, "predicted_us": {"ProfilerStep#1": 1150}}])
 
 
+def blocked_launch() -> PathScenario:
+    d = _Doc()
+    d.x("user_annotation", "ProfilerStep#1", 0, 800)
+    d.launch(10, 600, 610, 710, "k_first_launch")
+    d.runtime("cudaDeviceSynchronize", 620, 720)
+    segs = [_seg(0, 10, "cpu", "ProfilerStep#1"), _seg(10, 60, "launch_overhead", "cudaLaunchKernel"),
+            _seg(60, 600, "untraced", "cudaLaunchKernel"), _seg(600, 610, "launch_overhead", None),
+            _seg(610, 710, "gpu_compute", "k_first_launch"), _seg(710, 720, "sync_wait", "cudaDeviceSynchronize"),
+            _seg(720, 800, "cpu", "ProfilerStep#1")]
+    return PathScenario("blocked_launch", d.document(), [
+        {"name": "ProfilerStep#1", "start_us": 0, "end_us": 800, "path": segs, "inferred_us": 10,
+         "breakdown_us": {"cpu": 90, "launch_overhead": 60, "untraced": 540, "gpu_compute": 100, "sync_wait": 10}}],
+        # the kernel x0.5: 610-660, the sync 670, the step 750
+        whatifs=[{"transforms": {"scale_kernels": ["k_first=0.5"]}, "predicted_us": {"ProfilerStep#1": 750}}])
+
+
 def idle_stream_wait_call() -> PathScenario:
     """A kernel held 900 µs by a cudaStreamWaitEvent the host issued right before its launch
     (its awaited stream and event are not recorded): a device wait named by the call."""
@@ -412,7 +431,7 @@ def idle_scenario(name: str) -> PathScenario:
 _BUILDERS = {"autograd_handoff": autograd_handoff, "fwdbwd_flow": fwdbwd_flow, "sequence_number": sequence_number,
              "run_backward_wait": run_backward_wait, "untraced_gap": untraced_gap, "sleeping_helper": sleeping_helper,
              "overlapping_windows": overlapping_windows, "stream_held": stream_held,
-             "stream_wait_work": stream_wait_work}
+             "stream_wait_work": stream_wait_work, "blocked_launch": blocked_launch}
 
 
 def path_scenario(name: str) -> PathScenario:
