@@ -34,6 +34,8 @@ IDLE_CAUSES: dict[str, str] = {
     "launch_latency": "the launch call ran and the activity was starting",
     "kernel_gap": "the device's own delay in starting queued work",
     "device_wait": "the activity was held by an event wait on other work",
+    "launch_unknown": "an activity with no launch in the trace (e.g. MTIA DMA) ended it while the launching "
+                      "thread was busy: launched by that thread's work, but no call records it",
     "untraced": "held by nothing the trace records",
 }
 
@@ -52,6 +54,7 @@ COLOURS: dict[str, str] = {
     "gpu_memory": "#9c755f", "launch_overhead": "#f28e2b", "kernel_gap": "#edc948", "device_wait": "#e15759",
     "sync_wait": "#ff9da7", "thread_wait": "#76b7b2", "untraced": "#bab0ac", "other": "#d4a6c8",
     "gpu_comm_wait": "#af7aa1", "cpu_induced": "#4e79a7", "sync_drain": "#ff9da7", "launch_latency": "#f28e2b",
+    "launch_unknown": "#86bcb6",
 }
 
 

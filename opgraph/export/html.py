@@ -230,9 +230,9 @@ def _section_idle(data: dict[str, Any]) -> str:
             pct = 100.0 * d["causes_us"][c] / d["idle_us"] if d["idle_us"] else 0.0
             crow.append([f"GPU {d['device']}", _esc(c), _num(data, "idle", f"devices/{i}/causes_us/{c}"),
                          f'<span class="val">{fmt_pct(pct)}</span>'])
-        for k, v in d.get("device_wait_by_us", {}).items():
-            crow.append([f"GPU {d['device']}", f"device_wait held by {_esc(k)}", f'<span class="val">{fmt_num(v)}</span>',
-                         ""])
+        for what, by in (("device_wait held by", "device_wait_by_us"), ("launch_unknown while busy:", "launch_unknown_by_us")):
+            for k, v in d.get(by, {}).items():
+                crow.append([f"GPU {d['device']}", f"{what} {_esc(k)}", f'<span class="val">{fmt_num(v)}</span>', ""])
     if crow:
         parts.append('<h3>Why the GPU was idle (µs; the causes sum to the idle, docs/idle.md)</h3>')
         parts.append(_table(["device", "cause", "µs", "% of idle"], crow, "small"))

@@ -38,7 +38,7 @@ from opgraph.graph.linking import LAUNCH_API_RE, PRE_TRACE_NS, Edges, StreamInde
 from opgraph.graph.nesting import nest_sweep, sibling_pairs
 from opgraph.graph.packed_args import attach_raw_args
 from opgraph.graph.stream_joins import JOIN_MAX_GAP_NS, JOIN_MIN_DELAY_NS, infer_stream_joins
-from opgraph.graph.streams import infer_stream_waits, infer_wait_calls
+from opgraph.graph.streams import awaited_work, infer_stream_waits, infer_wait_calls
 from opgraph.graph.summary import edge_kind_counts, graph_summary, node_kind_counts
 from opgraph.graph.syncs import (
     SYNC_TOLERANCE_NS, blocking_call_modes, link_syncs, pageable_dtoh, synchronous_launches,
@@ -230,6 +230,7 @@ def build_payload(table: EventTable, step: Step = _noop) -> dict[str, Any]:
     waits = infer_stream_waits(act, dkey, device, ts, end, launch_ts, call_end, launcher, held)
     held[waits.dst] = True
     wcalls = infer_wait_calls(act, dkey, ts, end, launch_ts, call_end, launcher, lane, rt, names, launched_rt, held)
+    wwork = awaited_work(wcalls, act, dkey, device, ts, end, launch_ts, launcher, lane)
     late = "device activities that started more than 100 µs after their launch returned and their stream was free, "
     for got, code, why in (
             (waits, "stream_wait_inferred", "within 20 µs after an activity of another stream of the device ended: "
@@ -237,7 +238,11 @@ def build_payload(table: EventTable, step: Step = _noop) -> dict[str, Any]:
              "evidence=stream_end)"),
             (wcalls, "stream_wait_call_inferred", "launched right after a cudaStreamWaitEvent/hipStreamWaitEvent on "
              "the same thread: taken to have been held by that wait (its stream and event are not recorded; "
-             "event_wait edges from the call, inferred=True, evidence=stream_wait_call)")):
+             "event_wait edges from the call, inferred=True, evidence=stream_wait_call)"),
+            (wwork, "stream_wait_work_inferred", "held by a cudaStreamWaitEvent/hipStreamWaitEvent: linked to the last "
+             "activity the same thread launched on another stream of the device before the wait call, which ended "
+             "before it started (the work the awaited event follows; event_wait edges, inferred=True, "
+             "evidence=stream_wait_work)")):
         if len(got):
             edges["event_wait"].append(Edges(eid[got.src], eid[got.dst], got.attrs))
             warn(code, len(got), int(eid[got.dst[0]]), late + why)

@@ -41,6 +41,17 @@ Scenarios (:data:`PATH_SCENARIOS`):
 
 An annotation's own time (``ProfilerStep#1`` with no child running) is ``untraced``: the
 thread recorded nothing in it.
+* ``blocked_launch``: a launch call that returns 590 µs after it began (lazy module loading,
+  a full launch queue) keeps 50 µs of ``launch_overhead`` (``LAUNCH_CALL_MAX_NS``, the
+  launch latency the real traces show); the rest of the call is ``untraced``, owned by it.
+* ``stream_wait_work``: a ``cudaStreamWaitEvent`` holds a kernel until the GEMM the same
+  thread launched on another stream before the wait ended (50 µs later, too late for a
+  stream-end inference): the path runs through the GEMM, and halving the GEMM moves the
+  held kernel, the sync and the step's end by the 500 µs it saves.
+
+Scenarios may carry what-ifs (``PathScenario.whatifs``): ``predict``'s transform
+arguments and each window's predicted span (µs), walked by hand from the replay model of
+docs/predict.md.
 """
 
 from __future__ import annotations
@@ -60,11 +71,13 @@ DEVICE = 0
 STREAM = 7
 
 #: Idle scenarios (:func:`idle_scenario`): the device idle split by cause.
-IDLE_SCENARIOS: tuple[str, ...] = ("idle_stream_wait_call", "idle_collective_join", "idle_pre_trace")
+IDLE_SCENARIOS: tuple[str, ...] = ("idle_stream_wait_call", "idle_collective_join", "idle_pre_trace",
+                                   "idle_launch_unknown")
 
 PATH_SCENARIOS: tuple[str, ...] = ("autograd_handoff", "fwdbwd_flow", "sequence_number", "run_backward_wait",
                                    "untraced_gap", "sleeping_helper", "overlapping_windows", "stream_held",
-                                   "synchronous_launch", "profiler_stop_tail", "late_resume", "dataloader_wait")
+                                   "synchronous_launch", "profiler_stop_tail", "late_resume", "dataloader_wait",
+                                   "stream_wait_work", "blocked_launch")
 
 
 @dataclass
@@ -78,6 +91,8 @@ class PathScenario:
     #: idle scenarios: per device the causes (µs), per stream the causes, the blame by top op,
     #: and what held the device waits
     idle: dict[str, Any] = field(default_factory=dict)
+    #: what-ifs: ``{"transforms": {parse_transforms keyword: value}, "predicted_us": {window: span}}``
+    whatifs: list[dict[str, Any]] = field(default_factory=list)
 
 
 class _Doc:
@@ -113,6 +128,12 @@ class _Doc:
         self.events.append({"ph": "X", "cat": "kernel", "name": kname, "pid": DEVICE, "tid": stream,
                             "ts": BASE_US + k_ts, "dur": k_end - k_ts,
                             "args": {"device": DEVICE, "stream": stream, "correlation": corr}})
+
+    def dma(self, ts: int, end: int, stream: int = 8) -> None:
+        """An MTIA ``dma_request`` on (DEVICE, ``stream``) with no correlation: no launch link."""
+        self.events.append({"ph": "X", "cat": "mtia_ccp_events", "name": "dma_request", "pid": DEVICE, "tid": stream,
+                            "ts": BASE_US + ts, "dur": end - ts,
+                            "args": {"stream": stream, "direction": "HOST_TO_DEVICE", "size": 1024}})
 
     def runtime(self, name: str, ts: int, end: int, tid: int = MAIN) -> None:
         self.corr += 1
@@ -372,8 +393,48 @@ def dataloader_wait() -> PathScenario:
          "breakdown_us": {"untraced": 110, "data_loading": 1990, "cpu": 10, "launch_overhead": 10,
                           "gpu_compute": 870, "sync_wait": 10}}], idle={
         "device": {"cpu_induced": 50, "data_loading": 1990, "sync_drain": 0, "launch_latency": 10, "kernel_gap": 0,
-                   "device_wait": 0, "untraced": 0},
+                   "device_wait": 0, "launch_unknown": 0, "untraced": 0},
         "blame_top": {"(untraced)": 20, "ProfilerStep#1": 20, "aten::conv2d": 10}})
+def stream_wait_work() -> PathScenario:
+    d = _Doc()
+    d.x("user_annotation", "ProfilerStep#1", 0, 1200)
+    d.op("aten::mm", 5, 22)
+    d.launch(10, 20, 30, 1030, "sgemm_128x64_nn", stream=20)
+    d.runtime("cudaEventRecord", 24, 27)
+    d.runtime("cudaStreamWaitEvent", 30, 35)
+    # held on stream 7 until the GEMM ended (+50 µs: beyond the 20 µs of a stream-end inference)
+    d.launch(40, 50, 1080, 1180, "k_after_wait")
+    d.runtime("cudaDeviceSynchronize", 60, 1190)
+    segs = [_seg(0, 5, "untraced", "ProfilerStep#1"), _seg(5, 10, "cpu", "aten::mm"),
+            _seg(10, 20, "launch_overhead", "cudaLaunchKernel"), _seg(20, 30, "launch_overhead", None),
+            _seg(30, 1030, "gpu_compute", "sgemm_128x64_nn"), _seg(1030, 1080, "device_wait", None),
+            _seg(1080, 1180, "gpu_compute", "k_after_wait"), _seg(1180, 1190, "sync_wait", "cudaDeviceSynchronize"),
+            _seg(1190, 1200, "untraced", "ProfilerStep#1")]
+    # inferred: the stream wait on the GEMM (50) and the sync (10, no cuda_sync records)
+    return PathScenario("stream_wait_work", d.document(), [
+        {"name": "ProfilerStep#1", "start_us": 0, "end_us": 1200, "path": segs, "inferred_us": 60,
+         "breakdown_us": {"cpu": 5, "untraced": 15, "launch_overhead": 20, "gpu_compute": 1100,
+                          "device_wait": 50, "sync_wait": 10}}],
+        # GEMM x0.5 ends at 530: the held kernel 580-680, the sync 690, the step 700;
+        # the held kernel x0.5: 1080-1130, the sync 1140, the step 1150
+        whatifs=[{"transforms": {"scale_kernels": ["sgemm=0.5"]}, "predicted_us": {"ProfilerStep#1": 700}},
+                 {"transforms": {"scale_kernels": ["k_after=0.5"]}, "predicted_us": {"ProfilerStep#1": 1150}}])
+
+
+def blocked_launch() -> PathScenario:
+    d = _Doc()
+    d.x("user_annotation", "ProfilerStep#1", 0, 800)
+    d.launch(10, 600, 610, 710, "k_first_launch")
+    d.runtime("cudaDeviceSynchronize", 620, 720)
+    segs = [_seg(0, 10, "untraced", "ProfilerStep#1"), _seg(10, 60, "launch_overhead", "cudaLaunchKernel"),
+            _seg(60, 600, "untraced", "cudaLaunchKernel"), _seg(600, 610, "launch_overhead", None),
+            _seg(610, 710, "gpu_compute", "k_first_launch"), _seg(710, 720, "sync_wait", "cudaDeviceSynchronize"),
+            _seg(720, 800, "untraced", "ProfilerStep#1")]
+    return PathScenario("blocked_launch", d.document(), [
+        {"name": "ProfilerStep#1", "start_us": 0, "end_us": 800, "path": segs, "inferred_us": 10,
+         "breakdown_us": {"launch_overhead": 60, "untraced": 630, "gpu_compute": 100, "sync_wait": 10}}],
+        # the kernel x0.5: 610-660, the sync 670, the step 750
+        whatifs=[{"transforms": {"scale_kernels": ["k_first=0.5"]}, "predicted_us": {"ProfilerStep#1": 750}}])
 
 
 def idle_stream_wait_call() -> PathScenario:
@@ -389,7 +450,7 @@ def idle_stream_wait_call() -> PathScenario:
     # gap [125, 1150): host late 125-140 (aten::add 10, cudaStreamWaitEvent 5), launch
     # latency 140-250 (call end 150 + 100), held by the wait call until k2 starts
     return PathScenario("idle_stream_wait_call", d.document(), [], idle={
-        "device": {"cpu_induced": 15, "data_loading": 0, "sync_drain": 0, "launch_latency": 110, "kernel_gap": 0, "device_wait": 900,
+        "device": {"cpu_induced": 15, "data_loading": 0, "sync_drain": 0, "launch_latency": 110, "kernel_gap": 0, "device_wait": 900, "launch_unknown": 0,
                    "untraced": 0},
         "device_wait_by": {"thread 1/1 (cudaStreamWaitEvent)": 900},
         "blame_top": {"aten::add": 15}})
@@ -410,9 +471,9 @@ def idle_collective_join() -> PathScenario:
     # gap after the collective. Stream 7: gap [90, 610): launch latency to 145 (45 + 100),
     # device wait to 600 (the collective's end), kernel gap 600-610.
     return PathScenario("idle_collective_join", d.document(), [], idle={
-        "device": {"cpu_induced": 0, "data_loading": 0, "sync_drain": 0, "launch_latency": 10, "kernel_gap": 10, "device_wait": 0,
+        "device": {"cpu_induced": 0, "data_loading": 0, "sync_drain": 0, "launch_latency": 10, "kernel_gap": 10, "device_wait": 0, "launch_unknown": 0,
                    "untraced": 0},
-        "streams": {7: {"cpu_induced": 0, "data_loading": 0, "sync_drain": 0, "launch_latency": 55, "kernel_gap": 10, "device_wait": 455,
+        "streams": {7: {"cpu_induced": 0, "data_loading": 0, "sync_drain": 0, "launch_latency": 55, "kernel_gap": 10, "device_wait": 455, "launch_unknown": 0,
                         "untraced": 0}},
         "blame_top": {}})
 
@@ -426,7 +487,7 @@ def idle_pre_trace() -> PathScenario:
     d.kernel(300, 400, "k_pre_trace", 99)
     d.runtime("cudaDeviceSynchronize", 60, 410)
     return PathScenario("idle_pre_trace", d.document(), [], idle={
-        "device": {"cpu_induced": 0, "data_loading": 0, "sync_drain": 0, "launch_latency": 0, "kernel_gap": 100, "device_wait": 0,
+        "device": {"cpu_induced": 0, "data_loading": 0, "sync_drain": 0, "launch_latency": 0, "kernel_gap": 100, "device_wait": 0, "launch_unknown": 0,
                    "untraced": 150},
         "blame_top": {}})
 
@@ -482,19 +543,46 @@ def verdict_scenario(name: str) -> PathScenario:
     else:
         raise KeyError(name)
     return PathScenario(name, d.document(), [], summary=ans)
+def idle_launch_unknown() -> PathScenario:
+    """Device copies with no launch link (MTIA ``dma_request`` without a correlation) end two
+    device gaps after the device's first launch returned and after a launched activity of
+    their stream ran (so they were not queued before the trace), while the thread that
+    launches the device's work is busy in ``runFunction`` the whole time: ``launch_unknown``
+    by that thread, not ``kernel_gap``/``untraced``. The last gap is ended by a launched
+    kernel: host late, then the launch latency."""
+    d = _Doc()
+    d.x("user_annotation", "ProfilerStep#1", 0, 1000)
+    d.op("runFunction", 5, 900)
+    d.launch(10, 20, 30, 100, "pe_exe_k1", stream=8)
+    d.dma(400, 450)
+    d.dma(700, 760)
+    d.launch(800, 810, 820, 900, "pe_exe_k2")
+    d.runtime("cudaDeviceSynchronize", 905, 910)
+    # gaps [100, 400) and [450, 700): launch unknown; [760, 820): host late until the launch
+    # at 800 (runFunction), launch latency to 820
+    return PathScenario("idle_launch_unknown", d.document(), [], idle={
+        "device": {"cpu_induced": 40, "data_loading": 0, "sync_drain": 0, "launch_latency": 20, "kernel_gap": 0, "device_wait": 0,
+                   "launch_unknown": 550, "untraced": 0},
+        "launch_unknown_by": {"thread 1/1": 550},
+        "streams": {8: {"cpu_induced": 0, "data_loading": 0, "sync_drain": 0, "launch_latency": 0, "kernel_gap": 0, "device_wait": 0,
+                        "launch_unknown": 550, "untraced": 0}},
+        "blame_top": {"runFunction": 40}},
+        # halving the copies shortens nothing the host waits for: the step keeps its 1000 µs
+        whatifs=[{"transforms": {"scale_kernels": ["dma_request=0.5"]}, "predicted_us": {"ProfilerStep#1": 1000}}])
 
 
 def idle_scenario(name: str) -> PathScenario:
     """Idle scenario ``name`` (one of :data:`IDLE_SCENARIOS`)."""
     return {"idle_stream_wait_call": idle_stream_wait_call, "idle_collective_join": idle_collective_join,
-            "idle_pre_trace": idle_pre_trace}[name]()
+            "idle_pre_trace": idle_pre_trace, "idle_launch_unknown": idle_launch_unknown}[name]()
 
 
 _BUILDERS = {"autograd_handoff": autograd_handoff, "fwdbwd_flow": fwdbwd_flow, "sequence_number": sequence_number,
              "run_backward_wait": run_backward_wait, "untraced_gap": untraced_gap, "sleeping_helper": sleeping_helper,
              "overlapping_windows": overlapping_windows, "stream_held": stream_held,
              "synchronous_launch": synchronous_launch, "profiler_stop_tail": profiler_stop_tail,
-             "late_resume": late_resume, "dataloader_wait": dataloader_wait}
+             "late_resume": late_resume, "dataloader_wait": dataloader_wait,
+             "stream_wait_work": stream_wait_work, "blocked_launch": blocked_launch}
 
 
 def path_scenario(name: str) -> PathScenario:
@@ -508,5 +596,6 @@ def write_path_scenario(sc: PathScenario, directory: str | Path) -> Path:
     d.mkdir(parents=True, exist_ok=True)
     p = d / f"{sc.name}.json"
     p.write_text(json.dumps(sc.trace))
-    (d / f"{sc.name}.answers.json").write_text(json.dumps({"windows": sc.windows, "summary": sc.summary}, indent=1))
+    (d / f"{sc.name}.answers.json").write_text(json.dumps({"windows": sc.windows, "summary": sc.summary,
+                                                           "idle": sc.idle, "whatifs": sc.whatifs}, indent=1))
     return p
