@@ -25,6 +25,8 @@ from opgraph.analysis.critical_path import (
     LAUNCH_CALL_MAX_NS, LAUNCH_LATENCY_MAX_NS, blocking_waits, boundary_dag, critical_path,
 )
 
+from conftest import KINETO_DIR, load_graph
+
 pytestmark = pytest.mark.real_traces
 
 #: Nest tolerance of µs traces (ns): ends may bleed this far.
@@ -135,18 +137,34 @@ def test_no_cpu_while_the_thread_waits_for_another(kineto_graph) -> None:
 
 # ------------------------------------------------------------------ waits the trace shows (issue 30)
 def test_no_wait_is_called_cpu(kineto_graph) -> None:
-    """Issue "The waits that are still called CPU", "Done means": no ``cpu`` stretch of 1 ms
-    or more is an annotation's own time or a launch call whose own device work runs inside
-    it; the time after the trace fell silent is never ``cpu``; a DataLoader's own time is
-    ``data_loading``."""
+    """Issue "The waits that are still called CPU", "Done means", on every Kineto trace."""
+    if not _has_activities(kineto_graph):
+        pytest.skip("no device activities")
+    _no_wait_is_cpu(kineto_graph)
+
+
+NSYS = sorted((KINETO_DIR.parent / "C_nsys").glob("*.sqlite")) if KINETO_DIR.is_dir() else []
+
+
+@pytest.mark.parametrize("path", NSYS or [pytest.param(None, marks=pytest.mark.skip(reason="no traces"))],
+                         ids=lambda p: p.name if p else "none")
+def test_no_wait_is_called_cpu_nsys(path) -> None:
+    """The same on every Nsight Systems export (NVTX ranges are annotations)."""
+    G = load_graph(path)
+    if not _has_activities(G):
+        pytest.skip("no device activities")
+    _no_wait_is_cpu(G)
+
+
+def _no_wait_is_cpu(G) -> None:
+    """No ``cpu`` stretch of 1 ms or more is an annotation's own time or a launch call whose
+    own device work runs inside it; the time after the trace fell silent is never ``cpu``;
+    a DataLoader's own time is ``data_loading``; and the path's invariants hold."""
     from opgraph.analysis.critical_path.stop_tail import silent_from
     from opgraph.graph.syncs import SYNC_LAUNCH_MIN_NS
     from opgraph.graph.tree import data_loading_owners
     from opgraph.names import annotation_like
 
-    G = kineto_graph
-    if not _has_activities(G):
-        pytest.skip("no device activities")
     a, res = _cp(G)
     annot = annotation_like(a.kind, a.name)
     dl = data_loading_owners(a)
@@ -167,6 +185,8 @@ def test_no_wait_is_called_cpu(kineto_graph) -> None:
                 assert s.start_ns < silent + 1_000_000 or s.edge == "leaf", (w.name, s)
             if dl[p] and s.edge in ("leaf", "first", "gap", "last") and s.bound_by in ("cpu", "untraced"):
                 raise AssertionError((w.name, s, "a DataLoader's own time is data_loading"))
+        assert abs(w.length_ns - w.span_ns) <= 0.005 * max(w.span_ns, 1), w.name
+        assert w.breakdown_ns["other"] <= 0.02 * max(w.length_ns, 1), w.name
 
 
 # ------------------------------------------------------------------ idle causes (issue: idle blame that is true)
