@@ -328,7 +328,12 @@ def synchronous_launch() -> PathScenario:
     return PathScenario("synchronous_launch", d.document(), [
         {"name": "ProfilerStep#1", "start_us": 0, "end_us": 1000, "path": segs, "inferred_us": 10,
          "breakdown_us": {"untraced": 110, "cpu": 210, "launch_overhead": 40, "gpu_compute": 630,
-                          "sync_wait": 10}}])
+                          "sync_wait": 10}}],
+        # the call waited for its kernel: halving the kernel saves 315 µs, doubling it costs 630;
+        # halving the op's own time (10 + 200 µs) saves 105
+        whatifs=[{"transforms": {"scale_kernels": ["job=0.5"]}, "predicted_us": {"ProfilerStep#1": 685}},
+                 {"transforms": {"scale_kernels": ["job=2"]}, "predicted_us": {"ProfilerStep#1": 1630}},
+                 {"transforms": {"scale_cpu": ["aten::forward=0.5"]}, "predicted_us": {"ProfilerStep#1": 895}}])
 
 
 def profiler_stop_tail() -> PathScenario:
@@ -342,7 +347,9 @@ def profiler_stop_tail() -> PathScenario:
             _seg(200, 400, "untraced", "ProfilerStep#1"), _seg(400, 3000, "untraced", "ProfilerStep#1")]
     return PathScenario("profiler_stop_tail", d.document(), [
         {"name": "ProfilerStep#1", "start_us": 0, "end_us": 3000, "path": segs, "inferred_us": 0,
-         "breakdown_us": {"untraced": 2810, "cpu": 190}, "profiler_stop_tail_us": 2600}])
+         "breakdown_us": {"untraced": 2810, "cpu": 190}, "profiler_stop_tail_us": 2600}],
+        # the step's end is the profiler's stop: faster kernels do not move it
+        whatifs=[{"transforms": {"scale_kernels": ["gemm=0.5"]}, "predicted_us": {"ProfilerStep#1": 3000}}])
 
 
 def late_resume() -> PathScenario:
@@ -361,7 +368,10 @@ def late_resume() -> PathScenario:
             _seg(16000, 16100, "untraced", "ProfilerStep#1")]
     return PathScenario("late_resume", d.document(), [
         {"name": "ProfilerStep#1", "start_us": 0, "end_us": 16100, "path": segs, "inferred_us": 5050,
-         "breakdown_us": {"untraced": 5210, "thread_wait": 50, "cpu": 10840}}])
+         "breakdown_us": {"untraced": 5210, "thread_wait": 50, "cpu": 10840}}],
+        # the main thread waited for the worker: halving MmBackward's own time (9,840 µs) saves
+        # 4,920; the late resume's 5,000 µs stay (nothing recorded explains them)
+        whatifs=[{"transforms": {"scale_cpu": ["MmBackward=0.5"]}, "predicted_us": {"ProfilerStep#1": 11180}}])
 
 
 DATALOADER = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
@@ -394,7 +404,11 @@ def dataloader_wait() -> PathScenario:
                           "gpu_compute": 870, "sync_wait": 10}}], idle={
         "device": {"cpu_induced": 50, "data_loading": 1990, "sync_drain": 0, "launch_latency": 10, "kernel_gap": 0,
                    "device_wait": 0, "launch_unknown": 0, "untraced": 0},
-        "blame_top": {"(untraced)": 20, "ProfilerStep#1": 20, "aten::conv2d": 10}})
+        "blame_top": {"(untraced)": 20, "ProfilerStep#1": 20, "aten::conv2d": 10}},
+        # without the DataLoader (its 1,990 µs) the step takes 1,010 µs
+        whatifs=[{"transforms": {"remove": ["DataLoader"]}, "predicted_us": {"ProfilerStep#1": 1010}}])
+
+
 def stream_wait_work() -> PathScenario:
     d = _Doc()
     d.x("user_annotation", "ProfilerStep#1", 0, 1200)
@@ -543,6 +557,8 @@ def verdict_scenario(name: str) -> PathScenario:
     else:
         raise KeyError(name)
     return PathScenario(name, d.document(), [], summary=ans)
+
+
 def idle_launch_unknown() -> PathScenario:
     """Device copies with no launch link (MTIA ``dma_request`` without a correlation) end two
     device gaps after the device's first launch returned and after a launched activity of
