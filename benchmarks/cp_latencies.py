@@ -8,7 +8,10 @@ For every real Kineto trace in ../shared/traces/A_kineto (or the files given):
 * binding launch edges on the default windows' paths: the time from the launch call's
   return to the activity's start on a free stream (launch latency), µs;
 * binding stream edges: the gap between back-to-back activities when the next one was
-  already queued (kernel gap), µs.
+  already queued (kernel gap), µs;
+* binding launch edges: the time from the launch call's start to the activity's start
+  (``launch_from_call``: what a launch costs when the stream was free, the basis of
+  ``LAUNCH_CALL_MAX_NS``), and of it the part inside the call (``launch_in_call``), µs.
 
 Prints percentiles per quantity over all traces, and the traces whose values exceed the
 bounds. Usage: ``python benchmarks/cp_latencies.py [TRACE ...]``.
@@ -51,10 +54,13 @@ def measure(path: str) -> dict[str, np.ndarray]:
     lm = role == R["launch"]
     call, act = src[lm] // 2, dst[lm] // 2
     after_return = a.ts[act] - a.end[call]
+    from_call = a.ts[act] - a.ts[call]
+    in_call = np.minimum(a.end[call], a.ts[act]) - a.ts[call]
     sm = role == R["stream"]
     gaps = dag.t[dst[sm]] - dag.t[src[sm]]
     return {"wake": np.array(wake) / 1e3, "resume": np.array(resume) / 1e3,
-            "launch_after_return": after_return[after_return >= 0] / 1e3, "kernel_gap": gaps / 1e3}
+            "launch_after_return": after_return[after_return >= 0] / 1e3, "kernel_gap": gaps / 1e3,
+            "launch_from_call": from_call / 1e3, "launch_in_call": in_call / 1e3}
 
 
 def main(argv: list[str]) -> int:

@@ -26,7 +26,7 @@ from opgraph.graph.io import load_any
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRACES = os.path.join(HERE, "..", "..", "shared", "traces", "A_kineto")
 HTA = os.path.join(HERE, "..", "docs", "peers", "hta", "critical_path_all.json")
-SHORT = {"cpu": "cpu", "gpu_compute": "gpu", "gpu_comm": "comm", "gpu_memory": "mem", "launch_overhead": "launch",
+SHORT = {"cpu": "cpu", "data_loading": "data", "gpu_compute": "gpu", "gpu_comm": "comm", "gpu_memory": "mem", "launch_overhead": "launch",
          "kernel_gap": "kgap", "device_wait": "dwait", "sync_wait": "sync", "thread_wait": "twait",
          "untraced": "untraced", "other": "other"}
 HTA_SHORT = {"cpu_bound": "cpu", "gpu_compute_bound": "gpu", "gpu_kernel_kernel_overhead": "kk",

@@ -155,3 +155,19 @@ def normalise_collective(name: str | None) -> str:
         if rx.search(s):
             return out
     return s.split("(")[0].strip().lower() or "unknown"
+
+
+#: ``record_function`` ranges recorded as ops by older profilers (the step, ``## backward ##``,
+#: ``[param|cuda]``-style labels, optimizer and DataLoader ranges): annotations, not work.
+ANNOTATION_NAME_RE = re.compile(
+    r"^(ProfilerStep#\d+|## .* ##|\[[^\]]*\]|Optimizer\.(step|zero_grad)#.*|enumerate\(DataLoader\)#.*)$")
+#: A DataLoader fetching the next batch (``enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__``).
+DATALOADER_RE = re.compile(r"DataLoader.*__next__|^enumerate\(DataLoader\)")
+
+
+def annotation_like(kind: np.ndarray, names: np.ndarray) -> np.ndarray:
+    """Per event: an annotation (kind ``annotation``) or a ``cpu_op`` whose name is a
+    ``record_function`` label (:data:`ANNOTATION_NAME_RE`). Its own time (no child running)
+    records nothing the thread did."""
+    kind = np.asarray(kind, dtype=object)
+    return (kind == "annotation") | ((kind == "cpu_op") & names_where(names, ANNOTATION_NAME_RE.match))

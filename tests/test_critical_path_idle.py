@@ -70,7 +70,9 @@ def test_critical_path_on_synth(name):
         assert all(a.end_ns <= b.start_ns for a, b in zip(segs, segs[1:]))
         pct = w.breakdown_pct
         if ans["bound"] == "cpu" and name == "cpu_bound":
-            assert pct["cpu"] >= 85.0, pct
+            # the rest is the step annotation's and the autograd engine's unrecorded time (untraced)
+            # and the hand-off to the autograd thread (thread_wait)
+            assert pct["cpu"] >= 75.0 and w.bound == "cpu", pct
         if name == "gpu_bound":
             assert pct["gpu_compute"] >= 85.0, pct
 

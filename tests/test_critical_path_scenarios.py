@@ -125,6 +125,7 @@ def test_idle_causes_exact(name: str, tmp_path: Path, cli) -> None:
     assert {k: v / 1000 for k, v in d.causes_ns.items()} == sc.idle["device"]
     assert sum(d.causes_ns.values()) == d.idle_ns
     assert {k: v / 1000 for k, v in d.device_wait_by_ns.items()} == sc.idle.get("device_wait_by", {})
+    assert {k: v / 1000 for k, v in d.launch_unknown_by_ns.items()} == sc.idle.get("launch_unknown_by", {})
     for s in res.streams:
         assert sum(s.causes_ns.values()) == s.idle_ns
         if s.stream in sc.idle.get("streams", {}):
@@ -137,3 +138,126 @@ def test_idle_causes_exact(name: str, tmp_path: Path, cli) -> None:
     doc = json.loads(r.stdout)
     validate(doc, "idle.schema.json")
     assert doc["devices"][0]["causes_us"] == {k: float(v) for k, v in sc.idle["device"].items()}
+
+
+# ------------------------------------------------------------------ waits the trace shows (issue 30)
+def test_synchronous_launch_is_a_wait_and_moves_with_its_kernel(written: dict[str, Path]) -> None:
+    """The launch call that returned after its own kernel ended carries the evidence, the
+    health lists it, and halving the kernel shortens the step by half the kernel (315 µs):
+    the call's end waited for it."""
+    from opgraph.predict import parse_transforms, predict
+
+    G = load_any(str(written["synchronous_launch"]))
+    ev = [d.get("evidence") for *_, d in G.edges(data=True) if d["kind"] == "launch"]
+    assert ev == ["synchronous_launch"]
+    assert "synchronous_launch_inferred" in {h["code"] for h in G.graph["health"]}
+    res = predict(G, parse_transforms(scale_kernels=[".*=0.5"])).to_dict()
+    (st,) = res["steps"]
+    assert st["measured_us"] == 1000 and st["predicted_us"] == 685
+    res = predict(G, parse_transforms(scale_kernels=[".*=2"])).to_dict()
+    assert res["steps"][0]["predicted_us"] == 1630
+
+
+def test_profiler_stop_tail_is_flagged(written: dict[str, Path], cli) -> None:
+    G = load_any(str(written["profiler_stop_tail"]))
+    (w,) = critical_path(G).windows
+    assert w.profiler_stop_tail_ns == 2_600_000
+    (s,) = [s for s in w.path if s.edge == "profiler_stop_tail"]
+    assert (s.bound_by, s.name, _rel(s.start_ns), _rel(s.end_ns)) == ("untraced", "ProfilerStep#1", 400, 3000)
+    doc = json.loads(cli(["critical-path", str(written["profiler_stop_tail"]), "--json"]).stdout)
+    assert doc["windows"][0]["profiler_stop_tail_us"] == 2600.0
+    # a silence shorter than PROFILER_TAIL_MIN_NS is no stop tail
+    G2 = load_any(str(written["synchronous_launch"]))
+    assert critical_path(G2).windows[0].profiler_stop_tail_ns == 0
+
+
+def test_late_resume_carries_its_evidence(written: dict[str, Path]) -> None:
+    G = load_any(str(written["late_resume"]))
+    ho = [(G.nodes[u]["name"], G.nodes[v]["name"], d["evidence"]) for u, v, d in G.edges(data=True)
+          if d["kind"] == "handoff"]
+    assert ho == [("MmBackward", "## backward ##", "late_resume")]
+    (w,) = critical_path(G).windows
+    late = [s for s in w.path if s.edge == "late_resume"]
+    assert [(s.bound_by, _rel(s.start_ns), _rel(s.end_ns), s.inferred) for s in late] == \
+        [("untraced", 10000, 15000, True)]
+
+
+def test_dataloader_wait_in_path_and_idle(tmp_path: Path, cli) -> None:
+    """The DataLoader's wait is ``data_loading`` on the path (the step is "bound by" it) and
+    in the device's idle, where it is not blamed on any op; causes sum to the idle."""
+    from opgraph.analysis.idle import idle_time
+
+    sc = path_scenario("dataloader_wait")
+    p = write_path_scenario(sc, tmp_path)
+    G = load_any(str(p))
+    assert critical_path(G).windows[0].bound == "data_loading"
+    res = idle_time(G)
+    (d,) = res.devices
+    assert {k: v / 1000 for k, v in d.causes_ns.items()} == sc.idle["device"]
+    top = res.blame("top")
+    assert {n: b / 1000 for n, b in zip(top["name"], top["blame_ns"])} == sc.idle["blame_top"]
+    doc = json.loads(cli(["idle", str(p), "--json"]).stdout)
+    validate(doc, "idle.schema.json")
+    assert doc["devices"][0]["causes_us"]["data_loading"] == 1990.0
+# ------------------------------------------------------------------ what-ifs on the scenarios
+def _scenario(name: str):
+    return path_scenario(name) if name in PATH_SCENARIOS else idle_scenario(name)
+
+
+WHATIF_CASES = [(n, i) for n in PATH_SCENARIOS + IDLE_SCENARIOS for i in range(len(_scenario(n).whatifs))]
+
+
+@pytest.mark.parametrize("name,i", WHATIF_CASES)
+def test_whatifs_move_as_constructed(name: str, i: int, written: dict[str, Path], tmp_path: Path) -> None:
+    from opgraph.predict import parse_transforms, predict
+
+    sc = _scenario(name)
+    wi = sc.whatifs[i]
+    G = load_any(str(written[name] if name in written else write_path_scenario(sc, tmp_path)))
+    res = predict(G, parse_transforms(**wi["transforms"]))
+    got = {r["name"]: r["predicted"].span_ns / 1000.0 for r in res.steps()}
+    assert got == wi["predicted_us"]
+
+
+def test_stream_wait_reaches_the_awaited_work(written: dict[str, Path], tmp_path: Path) -> None:
+    """The held kernel depends on the GEMM the thread launched on another stream before its
+    cudaStreamWaitEvent (evidence ``stream_wait_work``) and on the call; the evidence is
+    decoded into the analyses' columns and survives a save as node-link JSON."""
+    from opgraph.graph.arrays import GraphArrays
+    from opgraph.graph.io import save_graph
+
+    G = load_any(str(written["stream_wait_work"]))
+    N = G.nodes
+    waits = sorted((N[u]["name"], N[v]["name"], d["evidence"], d["inferred"])
+                   for u, v, d in G.edges(data=True) if d["kind"] == "event_wait")
+    assert waits == [("cudaStreamWaitEvent", "k_after_wait", "stream_wait_call", True),
+                     ("sgemm_128x64_nn", "k_after_wait", "stream_wait_work", True)]
+    assert "stream_wait_work_inferred" in {h["code"] for h in G.graph["health"]}
+    a = GraphArrays.from_graph(G)
+    ws, _ = a.out_edges("event_wait")
+    ev = dict(zip(a.name[ws].tolist(), a.edge_attr("event_wait", "evidence", None).tolist()))
+    assert ev == {"cudaStreamWaitEvent": "stream_wait_call", "sgemm_128x64_nn": "stream_wait_work"}
+    out = tmp_path / "g.json.gz"
+    save_graph(G, out)
+    G2 = load_any(str(out))
+    assert sorted(d["evidence"] for *_, d in G2.edges(data=True) if d["kind"] == "event_wait") == \
+        ["stream_wait_call", "stream_wait_work"]
+    # the saved model's columns decode it too
+    G3 = load_any(str(written["stream_wait_work"]), model=True)
+    a3 = G3.arrays
+    assert sorted(a3.edge_attr("event_wait", "evidence", None).tolist()) == ["stream_wait_call", "stream_wait_work"]
+
+
+def test_launch_unknown_in_the_tables(tmp_path: Path, cli) -> None:
+    """The text output has the launch_unknown column and names the busy thread; the gaps
+    table carries the cause per gap."""
+    from opgraph.analysis.idle import idle_time
+
+    p = write_path_scenario(idle_scenario("idle_launch_unknown"), tmp_path)
+    r = cli(["idle", str(p)])
+    assert r.exit_code == 0, r.stderr
+    out = " ".join(r.stdout.split())
+    assert "launch unknown" in out
+    assert "GPU 0 launch_unknown 550.0 µs: activities with no launch record while thread 1/1" in out
+    g = idle_time(load_any(str(p))).tables()["gaps"]
+    assert g["launch_unknown"].tolist() == [300.0, 250.0, 0.0]

@@ -320,6 +320,17 @@ def browser_checks(browser, path: Path, docs: dict, shot: str) -> None:
             assert c["ok"] == "1" and c["shapes"] >= 1 and c["w"] > 100, c
         n = len(charts)
         assert page.evaluate("document.body.getAttribute('data-charts')") == f"{n}/{n}"
+        # every category on the path and every idle cause present is drawn, in the catalog's colour
+        from opgraph.time_categories import COLOURS, CROSS_RANK_CATEGORIES, IDLE_CAUSES
+        legend = """(key) => Array.from(document.querySelectorAll('[data-chart="' + key + '"] .legend span')).map(
+            s => [s.textContent, getComputedStyle(s.querySelector('i')).backgroundColor])"""
+        rgb = lambda h: f"rgb({int(h[1:3], 16)}, {int(h[3:5], 16)}, {int(h[5:7], 16)})"   # noqa: E731
+        ws = docs["critical_path"]["windows"]
+        want = [c for c in CROSS_RANK_CATEGORIES if any(w["breakdown_us"].get(c, 0) > 0 for w in ws)]
+        assert page.evaluate(legend, "cp_steps") == [[c, rgb(COLOURS[c])] for c in want]
+        st = docs["idle"]["streams"]
+        want = [c for c in IDLE_CAUSES if any(x["causes_us"][c] > 0 for x in st)]
+        assert page.evaluate(legend, "idle_streams") == [[c, rgb(COLOURS[c])] for c in want]
         # the summary cards, as the browser shows them, are the JSON numbers
         cards = page.evaluate("""() => Array.from(document.querySelectorAll('#summary .num')).map(e => ({
             src: e.dataset.src, path: e.dataset.path, value: e.dataset.value, fmt: e.dataset.fmt,

@@ -188,6 +188,23 @@ def test_et_op_selection() -> None:
     assert w.ops[0].shapes == shape_key(LIN)
 
 
+def test_data_loading_after_the_last_op_is_counted() -> None:
+    """A DataLoader range after the iteration's last op (the next batch fetched at the end
+    of the step) adds the profile's data-loading time too: it used to add nothing."""
+    doc = synthetic_et()
+    doc["nodes"].append(_node(10, "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", 3, scope=7))
+    walk = et_ops("synthetic", doc)
+    assert walk.dl_before == [1, 0, 0] and walk.dl_after == 1
+    km = KernelModels(lookup=KernelLookup.from_dict(synthetic_lookup()))
+    it = simulate_et(walk, Overheads(synthetic_overheads()), km, data_loading="profile",
+                     gap_mode="measured").iterations[0]
+    assert it["data_loading_us"] == pytest.approx(100.0)
+    # the hand-computed 173 µs (test_simulation_hand_computed) plus 50 µs after the last op
+    assert it["cpu_us"] == pytest.approx(223.0) and it["e2e_us"] == pytest.approx(223.0)
+    skip = simulate_et(walk, Overheads(synthetic_overheads()), km, data_loading="skip", gap_mode="t1")
+    assert skip.iterations[0]["data_loading_us"] == 0.0
+
+
 def test_simulation_hand_computed() -> None:
     """linear: T2 10 + launch 5 -> kernel [15, 115], + T3 4 -> cpu 19; view: T1 2 + whole 7
     -> 28; item: T1 2 + T2 8 -> 38, memcpy call 6 -> 44, the copy waits for the stream:

@@ -225,7 +225,8 @@ def test_mtia_inference_trace() -> None:
     waits = [e for e in _edges(G, "event_wait") if not e[2].get("inferred")]
     assert len(waits) == 48
     inferred = [e for e in _edges(G, "event_wait") if e[2].get("inferred")]
-    assert all(d.get("evidence") in {"stream_join", "stream_end", "stream_wait_call"} for _, _, d in inferred)
+    assert all(d.get("evidence") in {"stream_join", "stream_end", "stream_wait_call", "stream_wait_work"}
+               for _, _, d in inferred)
     for u, v, _ in waits:
         a, b = G.nodes[u], G.nodes[v]
         assert a["stream"] != b["stream"] and a["ts"] + a["dur"] <= b["ts"] + SYNC_TOLERANCE_NS

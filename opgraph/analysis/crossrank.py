@@ -44,10 +44,11 @@ from opgraph.analysis.critical_path import (CATEGORIES, BoundaryDAG, ExtraEdges,
                                             WindowPath, boundary_dag, breakdown_frame, path_frame, segment_columns,
                                             segment_table, summarize_windows, walk_back)
 from opgraph.analysis.display import TableResult
+from opgraph.time_categories import CROSS_RANK_CATEGORIES
 from opgraph.analysis.stragglers import job_info, kernel_waits
 
 #: Categories of the cross-rank path: the single-rank ones plus ``gpu_comm_wait``.
-CROSS_CATEGORIES: tuple[str, ...] = CATEGORIES + ("gpu_comm_wait",)
+CROSS_CATEGORIES: tuple[str, ...] = tuple(CROSS_RANK_CATEGORIES)
 _GPU_COMM = CATEGORIES.index("gpu_comm")
 #: Tie priority of collective edges: below spans and program order (3), so a kernel that
 #: ties for last arrival keeps the path on its own rank.

@@ -8,12 +8,14 @@ Definitions (docs/idle.md)
   time order, from the activity ``x`` that ends it and its launch call ``c``:
   ``cpu_induced`` (the host was late: nothing was launched yet, from the gap start to
   ``c``'s start) less ``sync_drain`` (the part of that when the launching thread was blocked
-  in a synchronizing call: a sync emptied the queue and the host had not launched more);
+  in a synchronizing call, a synchronous launch included: a sync emptied the queue and the
+  host had not launched more) and less ``data_loading`` (the part when the thread waited in
+  a DataLoader's ``__next__``: :func:`opgraph.graph.tree.data_loading_owners`);
   ``launch_latency`` (``c`` ran and the activity started: from ``c``'s start, or the gap
   start, until ``c``'s end plus :data:`opgraph.graph.streams.LATE_START_NS`);
   ``device_wait`` (``x`` was held by an event wait, recorded or inferred: until the awaited
-  work ended, named by where it ran, or to the gap's end when only the host's
-  ``cudaStreamWaitEvent`` is known); ``kernel_gap`` when ``x`` was queued (the device's own
+  work ended, named by where it ran, and on to the gap's end, named by the call, when the
+  host's ``cudaStreamWaitEvent`` held it); ``kernel_gap`` when ``x`` was queued (the device's own
   delay in starting queued work: at most the same bound after the gap start, or after the
   awaited work ended); the rest ``untraced`` (held by nothing the trace records; an ``x``
   launched before the trace began counts as queued). The causes sum to the idle.
@@ -42,10 +44,14 @@ from opgraph.graph.model import AnyGraph, arrays_of
 from opgraph.analysis.display import TableResult
 from opgraph.graph.linking import DEVICE_SYNC_RE, EVENT_SYNC_RE, STREAM_SYNC_RE
 from opgraph.graph.streams import LATE_START_NS
+from opgraph.graph.tree import data_loading_owners, host_parent
+from opgraph.names import annotation_like
+from opgraph.time_categories import IDLE_CAUSES
 
 UNTRACED = "(untraced)"
-#: The causes of device idle, in the order they are split off a gap (docs/idle.md).
-CAUSES: tuple[str, ...] = ("cpu_induced", "sync_drain", "launch_latency", "kernel_gap", "device_wait", "untraced")
+#: The causes of device idle, in the order they are split off a gap (docs/idle.md; the
+#: catalog: :mod:`opgraph.time_categories`).
+CAUSES: tuple[str, ...] = tuple(IDLE_CAUSES)
 
 
 @dataclass
@@ -62,6 +68,8 @@ class DeviceIdle:
     cpu_induced_gaps: int
     causes_ns: dict[str, int] = field(default_factory=dict)
     device_wait_by_ns: dict[str, int] = field(default_factory=dict)
+    #: ``launch_unknown`` by the thread that launches most of the device's work (busy meanwhile)
+    launch_unknown_by_ns: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"device": self.device, "span_us": self.span_ns / 1e3, "busy_us": self.busy_ns / 1e3,
@@ -70,7 +78,8 @@ class DeviceIdle:
                 "cpu_induced_gaps": self.cpu_induced_gaps,
                 "busy_pct": 100.0 * self.busy_ns / self.span_ns if self.span_ns else 0.0,
                 "causes_us": {c: self.causes_ns.get(c, 0) / 1e3 for c in CAUSES},
-                "device_wait_by_us": {k: v / 1e3 for k, v in self.device_wait_by_ns.items()}}
+                "device_wait_by_us": {k: v / 1e3 for k, v in self.device_wait_by_ns.items()},
+                "launch_unknown_by_us": {k: v / 1e3 for k, v in self.launch_unknown_by_ns.items()}}
 
 
 @dataclass
@@ -216,14 +225,10 @@ def _thread_segments(a: GraphArrays, members: np.ndarray) -> tuple[np.ndarray, n
 
 def _top_ancestor(a: GraphArrays) -> np.ndarray:
     """Position of each host node's top-level op: its outermost ``cpu_op`` ancestor (itself
-    included), or the node itself when no op contains it (e.g. a runtime call made directly
-    under an annotation)."""
-    ns, nd = a.out_edges("nest")
-    host = a.is_host
-    m = host[ns] & host[nd]
-    parent = np.full(a.n, -1, dtype=np.int64)
-    parent[nd[m]] = ns[m]
-    is_op = a.kind == "cpu_op"
+    included; a ``record_function`` label recorded as an op is not one), or the node itself
+    when no op contains it (e.g. a runtime call made directly under an annotation)."""
+    parent = host_parent(a)
+    is_op = (a.kind == "cpu_op") & ~annotation_like(a.kind, a.name)
     idx = np.arange(a.n, dtype=np.int64)
     best = np.where(is_op, idx, -1)
     cur = parent.copy()
@@ -238,11 +243,14 @@ def _top_ancestor(a: GraphArrays) -> np.ndarray:
 
 
 def _sync_calls(a: GraphArrays) -> np.ndarray:
-    """Per node: a host call that waits for the device (the target of a ``sync`` edge, or a
-    synchronize call by name)."""
+    """Per node: a host call that waits for the device (the target of a ``sync`` edge, a
+    synchronous launch (:func:`opgraph.graph.syncs.synchronous_launches`), or a synchronize
+    call by name)."""
     out = np.zeros(a.n, dtype=bool)
     _, yd = a.out_edges("sync")
     out[yd] = True
+    ls, _ld = a.out_edges("launch")
+    out[ls[a.edge_attr("launch", "evidence", None) == "synchronous_launch"]] = True
     rt = np.flatnonzero(a.kind == "runtime")
     if len(rt):
         uniq, inv = np.unique(np.array([x if isinstance(x, str) else "" for x in a.name[rt].tolist()], dtype=object),
@@ -254,36 +262,143 @@ def _sync_calls(a: GraphArrays) -> np.ndarray:
 
 
 @dataclass
+class _Holds:
+    """Per node, what held it by an event wait (-1: nothing): ``act`` the awaited device
+    activity that ended last (a recorded wait, an inferred stream join or stream end, or the
+    work a host-side ``cudaStreamWaitEvent`` followed), ``call`` the host's wait call (its
+    stream and event are not recorded: it holds until the activity starts)."""
+
+    act: np.ndarray
+    call: np.ndarray
+
+    @classmethod
+    def of(cls, a: GraphArrays) -> "_Holds":
+        act = np.full(a.n, -1, dtype=np.int64)
+        call = np.full(a.n, -1, dtype=np.int64)
+        ws_, wd_ = a.out_edges("event_wait")
+        if len(ws_):
+            o = np.argsort(a.end[ws_], kind="stable")  # the latest-ending source names the wait
+            ws_, wd_ = ws_[o], wd_[o]
+            on_dev = a.is_activity[ws_]
+            act[wd_[on_dev]] = ws_[on_dev]
+            call[wd_[~on_dev]] = ws_[~on_dev]
+        return cls(act, call)
+
+
+@dataclass
 class _Split:
     """Per gap (ns): the end of the host-late part, of the launch latency, of the device
-    wait and of the kernel gap; whether an event wait held the activity, and by what."""
+    wait on the awaited activity, of the whole device wait and of the kernel gap; whether an
+    event wait held the activity, and by what (``held_act`` / ``held_call``, -1: none)."""
 
     host_end: np.ndarray
     lat_end: np.ndarray
+    act_end: np.ndarray
     wait_end: np.ndarray
     gap_end: np.ndarray
+    unk_end: np.ndarray
     held: np.ndarray
-    held_by: np.ndarray
+    held_act: np.ndarray
+    held_call: np.ndarray
+
+    @property
+    def held_by(self) -> np.ndarray:
+        """Per gap, what held it: the awaited activity when the wait on it covers part of the
+        gap, else the wait call, else the activity (-1: not held)."""
+        return np.where((self.held_act >= 0) & ((self.act_end > self.lat_end) | (self.held_call < 0)),
+                        self.held_act, self.held_call)
 
 
 def _split(g0: np.ndarray, g1: np.ndarray, ender: np.ndarray, launch_ts: np.ndarray, call_end: np.ndarray,
-           launcher: np.ndarray, held_by: np.ndarray, held_end: np.ndarray) -> _Split:
+           launcher: np.ndarray, holds: _Holds, end: np.ndarray, unknown: np.ndarray | None = None) -> _Split:
     """The time-ordered cut points of each gap ``[g0, g1)`` ended by activity ``ender``
     (module docstring): host late until the launch call starts; launch latency until the
     call's end plus :data:`LATE_START_NS`; for an activity held by an event wait, a device
-    wait until the awaited work ended (to the gap's end when that is a host call's wait);
-    then, for queued work, a kernel gap of at most :data:`LATE_START_NS` after the gap
-    start (after the awaited work ended, for held work); the rest is untraced."""
+    wait until the awaited activity ended (``end``), and on to the gap's end when the
+    host's wait call also held it (the call says the stream waited until the activity
+    started); then, for queued work, a kernel gap of at most :data:`LATE_START_NS` after the
+    gap start (after the awaited work ended, for held work); the rest is untraced, except
+    for gaps marked ``unknown`` (:func:`_launch_unknown`), where it is all ``launch_unknown``."""
     has = launcher[ender] >= 0
     host_end = np.where(has, np.clip(launch_ts[ender], g0, g1), g0)
     lat_end = np.where(has, np.clip(call_end[ender] + LATE_START_NS, host_end, g1), host_end)
-    hb = held_by[ender]
-    held = hb >= 0
-    wait_end = np.where(held, np.clip(held_end[ender], lat_end, g1), lat_end)
+    ha, hc = holds.act[ender], holds.call[ender]
+    held = (ha >= 0) | (hc >= 0)
+    act_end = np.where(ha >= 0, np.clip(end[np.maximum(ha, 0)], lat_end, g1), lat_end)
+    wait_end = np.where(hc >= 0, g1, act_end)
     queued = ~has | (launch_ts[ender] < g0) | held
     base = np.where(held, wait_end, g0)  # the activity could start from here on
     gap_end = np.where(queued, np.clip(base + LATE_START_NS, wait_end, g1), wait_end)
-    return _Split(host_end, lat_end, wait_end, gap_end, held, hb)
+    unk_end = gap_end
+    if unknown is not None:
+        gap_end = np.where(unknown, wait_end, gap_end)
+        unk_end = np.where(unknown, g1, gap_end)
+    return _Split(host_end, lat_end, act_end, wait_end, gap_end, unk_end, held, ha, hc)
+
+
+@dataclass
+class _Launchers:
+    """Per device with a launch in the trace: when its first launch call returned (ns) and
+    the host thread (lane code) that launches most of its work; per node, the start of the
+    first activity of its stream that has a launch call in the trace (ns; far future: none)."""
+
+    first_return: dict[int, int]
+    lane: dict[int, int]
+    stream_first_launched: np.ndarray
+
+
+def _launchers(a: GraphArrays, ls: np.ndarray, ld: np.ndarray) -> _Launchers:
+    """Per device: when its first launch call in the trace returned, and the thread that
+    launches most of its work (the most launch edges; ties: the lower lane code); per
+    stream, when its first activity launched in the trace started."""
+    first: dict[int, int] = {}
+    lane: dict[int, int] = {}
+    devs = np.unique(a.device[ld]).tolist() if len(ld) else []
+    for dev in devs:
+        m = a.device[ld] == dev
+        calls = np.unique(ls[m])
+        first[int(dev)] = int(a.end[calls].min())
+        lanes, counts = np.unique(a.lane[ls[m]], return_counts=True)
+        lane[int(dev)] = int(lanes[np.argmax(counts)])
+    never = np.iinfo(np.int64).max
+    per_lane = np.full(int(a.lane.max()) + 1 if a.n else 0, never, dtype=np.int64)
+    if len(ld):
+        np.minimum.at(per_lane, a.lane[ld], a.ts[ld])
+    return _Launchers(first, lane, per_lane[a.lane] if a.n else np.empty(0, np.int64))
+
+
+def _launch_unknown(a: GraphArrays, un: _Launchers, dev: int, g0: np.ndarray, g1: np.ndarray, ender: np.ndarray,
+                    launcher: np.ndarray, holds: _Holds, is_sync: np.ndarray,
+                    seg_cache: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]) -> np.ndarray:
+    """Per gap ``[g0, g1)`` of device ``dev`` ended by activity ``ender``: its launch is
+    unknown (an activity with no launch link, e.g. an MTIA ``dma_request`` without a
+    correlation, not held by an event wait, that starts after the device's first launch
+    call in the trace returned and after an activity of its own stream launched in the
+    trace started: a stream runs its work in order, so it was not queued before the trace,
+    unlike a backlog a stream runs through at the trace's start) and the thread that
+    launches most of the device's work was busy the whole gap (perhaps issuing it: not
+    late, not idle): its innermost event at every instant an op, a Python frame or a
+    runtime call, never only an annotation's own time or a synchronizing call (``is_sync``:
+    a thread that waits for the device is not issuing work)."""
+    out = np.zeros(len(g0), dtype=bool)
+    ln = un.lane.get(int(dev))
+    if ln is None or not len(g0):
+        return out
+    cand = (launcher[ender] < 0) & (holds.act[ender] < 0) & (holds.call[ender] < 0) & (
+        a.ts[ender] > un.first_return[int(dev)]) & (a.ts[ender] > un.stream_first_launched[ender]) & (g1 > g0)
+    if not cand.any():
+        return out
+    if ln not in seg_cache:
+        host = np.flatnonzero(a.is_host)
+        seg_cache[ln] = _thread_segments(a, host[a.lane[host] == ln])
+    s, e, o = seg_cache[ln]
+    oc = np.maximum(o, 0)
+    not_busy = (o < 0) | (a.kind[oc] == "annotation") | is_sync[oc]
+    idle_seen = np.concatenate([[0], np.cumsum(not_busy)])
+    i = np.searchsorted(e, g0, side="right")          # the first segment ending after g0
+    j = np.searchsorted(s, g1, side="left")           # past the last segment starting before g1
+    out[cand] = (idle_seen[j[cand]] - idle_seen[i[cand]]) == 0
+    return out
 
 
 #: Times are kept within +-2**62 ns (about 146 years either side of the epoch) so that
@@ -334,15 +449,9 @@ def idle_time(G: AnyGraph, kernel_wait_us: float = 30.0, arr: GraphArrays | None
     launch_ts[ld] = a.ts[ls]
     call_end[ld] = a.end[ls]
     launcher[ld] = ls
-    held_by = np.full(a.n, -1, dtype=np.int64)
-    ws_, wd_ = a.out_edges("event_wait")
-    if len(ws_):
-        o = np.argsort(a.end[ws_], kind="stable")  # the latest-ending source names the wait
-        held_by[wd_[o]] = ws_[o]
-    # when the awaited work ended: a device activity's end; a host call's wait (the awaited
-    # stream and event are not recorded) lasts until the held activity starts
-    held_end = np.where(held_by >= 0, np.where(a.is_activity[np.maximum(held_by, 0)], a.end[np.maximum(held_by, 0)],
-                                               np.iinfo(np.int64).max // 2), np.iinfo(np.int64).min // 2)
+    holds = _Holds.of(a)
+    un = _launchers(a, ls, ld)
+    seg_cache: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # per lane, shared by every pass
     is_sync = _sync_calls(a)
     kw_ns = int(round(kernel_wait_us * 1000))
     devices: list[DeviceIdle] = []
@@ -359,7 +468,8 @@ def idle_time(G: AnyGraph, kernel_wait_us: float = 30.0, arr: GraphArrays | None
         busy, g0, g1, nxt = union_gaps(st, en)
         span = int(en.max() - st[0])
         ender = sel[nxt]
-        sp = _split(g0, g1, ender, launch_ts, call_end, launcher, held_by, held_end)
+        unk = _launch_unknown(a, un, dev, g0, g1, ender, launcher, holds, is_sync, seg_cache)
+        sp = _split(g0, g1, ender, launch_ts, call_end, launcher, holds, a.end, unk)
         late = sp.host_end > g0
         di = len(devices)
         base = n_dev_gaps
@@ -380,48 +490,63 @@ def idle_time(G: AnyGraph, kernel_wait_us: float = 30.0, arr: GraphArrays | None
             glen = sg1 - sg0
             kern = ~host & (glen < kw_ns)
             si = len(streams)
-            ssp = _split(sg0, sg1, s_end, launch_ts, call_end, launcher, held_by, held_end)
+            sunk = _launch_unknown(a, un, dev, sg0, sg1, s_end, launcher, holds, is_sync, seg_cache)
+            ssp = _split(sg0, sg1, s_end, launch_ts, call_end, launcher, holds, a.end, sunk)
             slate = ssp.host_end > sg0
             stream_gaps.extend(zip(sg0[slate].tolist(), ssp.host_end[slate].tolist(),
                                    launcher[s_end][slate].tolist(), [si] * int(slate.sum())))
             streams.append(StreamIdle(int(dev), int(stv), sspan, sbusy, sspan - sbusy, int(glen[host].sum()),
                                       int(glen[kern].sum()), int(glen[~host & ~kern].sum())))
             st_parts.append((si, 0, 0, sg0, sg1, ssp, slate, (0, 0, 0)))
-    seg_cache: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # per lane, shared by both passes
-    blame, gap_drain = _blame(a, dev_gaps, is_sync, n_dev_gaps, collect=True, seg_cache=seg_cache)
-    _, st_drain = _blame(a, stream_gaps, is_sync, len(streams), collect=False, seg_cache=seg_cache)
+    is_dl = data_loading_owners(a)
+    blame, gap_drain, gap_dl = _blame(a, dev_gaps, is_sync, is_dl, n_dev_gaps, collect=True, seg_cache=seg_cache)
+    _, st_drain, st_dl = _blame(a, stream_gaps, is_sync, is_dl, len(streams), collect=False, seg_cache=seg_cache)
     gap_rows: list[pd.DataFrame] = []
     for di, g0, g1, ender, sp, base in dev_parts:
         d = devices[di]
         # a gap's drain is time inside its host-late part (thread segments never overlap);
         # the clip makes "0 <= cpu_induced" hold by construction
         drain = np.minimum(gap_drain[base:base + len(g0)], sp.host_end - g0)
+        dl = np.minimum(gap_dl[base:base + len(g0)], sp.host_end - g0 - drain)
         gap_rows.append(pd.DataFrame({
             "device": d.device, "ender": a.eid[ender], "start_ns": g0, "end_ns": g1,
-            "cpu_induced": sp.host_end - g0 - drain, "sync_drain": drain, "launch_latency": sp.lat_end - sp.host_end,
+            "cpu_induced": sp.host_end - g0 - drain - dl, "data_loading": dl, "sync_drain": drain,
+            "launch_latency": sp.lat_end - sp.host_end,
             "kernel_gap": sp.gap_end - sp.wait_end, "device_wait": sp.wait_end - sp.lat_end,
-            "untraced": g1 - sp.gap_end,
+            "launch_unknown": sp.unk_end - sp.gap_end, "untraced": g1 - sp.unk_end,
             "held_by": np.where(sp.held, a.eid[np.maximum(sp.held_by, 0)], -1)}))
         host_late = int((sp.host_end - g0).sum())
         wait = sp.wait_end - sp.lat_end
         by: dict[str, int] = {}
-        for hb, r in zip(sp.held_by[sp.held].tolist(), wait[sp.held].tolist()):
-            if r > 0:
+        # the wait on the awaited activity names its stream; the rest, the host's wait call
+        for hb, r in ((hb, r) for src, part in ((sp.held_act, sp.act_end - sp.lat_end),
+                                                (sp.held_call, sp.wait_end - sp.act_end))
+                      for hb, r in zip(src.tolist(), part.tolist())):
+            if r > 0 and hb >= 0:
                 k = _lane_name(a, hb)
                 by[k] = by.get(k, 0) + int(r)
-        d.cpu_induced_idle_ns = host_late - int(drain.sum())
-        d.causes_ns = {"cpu_induced": d.cpu_induced_idle_ns, "sync_drain": int(drain.sum()),
+        d.cpu_induced_idle_ns = host_late - int(drain.sum()) - int(dl.sum())
+        d.causes_ns = {"cpu_induced": d.cpu_induced_idle_ns, "data_loading": int(dl.sum()),
+                       "sync_drain": int(drain.sum()),
                        "launch_latency": d.launch_latency_ns, "kernel_gap": int((sp.gap_end - sp.wait_end).sum()),
-                       "device_wait": int(wait.sum()), "untraced": int((g1 - sp.gap_end).sum())}
+                       "device_wait": int(wait.sum()), "launch_unknown": int((sp.unk_end - sp.gap_end).sum()),
+                       "untraced": int((g1 - sp.unk_end).sum())}
         d.device_wait_by_ns = dict(sorted(by.items(), key=lambda kv: -kv[1]))
+        if d.causes_ns["launch_unknown"]:
+            ln = un.lane[d.device]
+            p = int(np.flatnonzero(a.lane == ln)[0])
+            d.launch_unknown_by_ns = {f"thread {a.pid[p]}/{a.tid[p]}": d.causes_ns["launch_unknown"]}
     for si, _x, _y, sg0, sg1, ssp, slate, _z in st_parts:
         host_late = int((ssp.host_end - sg0).sum())
         s_drain = min(int(st_drain[si]), host_late)
-        streams[si].causes_ns = {"cpu_induced": host_late - s_drain, "sync_drain": s_drain,
+        s_dl = min(int(st_dl[si]), host_late - s_drain)
+        streams[si].causes_ns = {"cpu_induced": host_late - s_drain - s_dl, "data_loading": s_dl,
+                                 "sync_drain": s_drain,
                                  "launch_latency": int((ssp.lat_end - ssp.host_end).sum()),
                                  "kernel_gap": int((ssp.gap_end - ssp.wait_end).sum()),
                                  "device_wait": int((ssp.wait_end - ssp.lat_end).sum()),
-                                 "untraced": int((sg1 - ssp.gap_end).sum())}
+                                 "launch_unknown": int((ssp.unk_end - ssp.gap_end).sum()),
+                                 "untraced": int((sg1 - ssp.unk_end).sum())}
     per_eid: dict[int, int] = {}
     if len(blame):
         sub = blame[blame["eid"] >= 0]
@@ -439,19 +564,22 @@ def _lane_name(a: GraphArrays, p: int) -> str:
     return f"thread {a.pid[p]}/{a.tid[p]} ({a.name[p]})"
 
 
-def _blame(a: GraphArrays, gaps: list[tuple[int, int, int, int]], is_sync: np.ndarray, n_groups: int,
-           collect: bool = True, seg_cache: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
-           ) -> tuple[pd.DataFrame, np.ndarray]:
+def _blame(a: GraphArrays, gaps: list[tuple[int, int, int, int]], is_sync: np.ndarray, is_dl: np.ndarray,
+           n_groups: int, collect: bool = True,
+           seg_cache: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
+           ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
     """Split the host-late parts ``(g0, g1, launcher, group)`` of gaps over the innermost
     events of each launching thread: time whose innermost event is a synchronizing call is
-    the group's sync drain (returned per group), the rest is the CPU-induced idle, blamed
+    the group's sync drain, time whose innermost event is a data-loading wait (``is_dl``)
+    its data loading (both returned per group); the rest is the CPU-induced idle, blamed
     per event (a DataFrame, when ``collect``). ``seg_cache``: each lane's thread segments,
     kept across calls."""
     cols = ["eid", "kind", "name", "top_eid", "top_kind", "top_name", "blame_ns"]
     drain = np.zeros(n_groups, dtype=np.int64)
+    dl = np.zeros(n_groups, dtype=np.int64)
     empty = pd.DataFrame({c: pd.Series(dtype=object if "name" in c or "kind" in c else np.int64) for c in cols})
     if not gaps:
-        return empty, drain
+        return empty, drain, dl
     g = np.array(gaps, dtype=np.int64)
     lane_of_gap = a.lane[g[:, 2]]
     host = np.flatnonzero(a.is_host)
@@ -478,13 +606,16 @@ def _blame(a: GraphArrays, gaps: list[tuple[int, int, int, int]], is_sync: np.nd
         sync = ok >= 0
         sync[sync] = is_sync[ok[sync]]
         np.add.at(drain, gl[gi[sync], 3], ov[sync])
+        load = (ok >= 0) & ~sync
+        load[load] = is_dl[ok[load]]
+        np.add.at(dl, gl[gi[load], 3], ov[load])
         if collect:
-            rest = ~sync
+            rest = ~sync & ~load
             own_parts.append(np.where(ok[rest] >= 0, ok[rest], -1 - lane))   # untraced: one key per lane
             ov_parts.append(ov[rest])
     owners = np.concatenate(own_parts) if own_parts else np.empty(0, np.int64)
     if not collect or not len(owners):
-        return empty, drain
+        return empty, drain, dl
     top = _top_ancestor(a)
     # per owner, in order of first blame (as the sweep meets them)
     sums = pd.Series(np.concatenate(ov_parts)).groupby(owners, sort=False).sum()
@@ -501,4 +632,4 @@ def _blame(a: GraphArrays, gaps: list[tuple[int, int, int, int]], is_sync: np.nd
         "top_kind": np.where(real, a.kind[tp], "untraced"),
         "top_name": np.where(real, a.name[tp], UNTRACED),
         "blame_ns": vals,
-    }), drain
+    }), drain, dl

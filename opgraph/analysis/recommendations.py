@@ -185,14 +185,19 @@ def _idle_rules(x: _Inputs) -> list[Finding]:
         if _pct(ci, span) >= IDLE_PCT:
             cite = (f"; the CPU op blamed most is {top['name']!r} ({_fmt(top['blame_us'])}, "
                     f"{top['share_pct']:.1f} % of the blame)") if top else ""
-            data = top is not None and "DataLoader" in str(top["name"])
             out.append(Finding("cpu_induced_idle", ci, _pct(ci, span),
                                f"GPU {d['device']} sat idle {_fmt(ci)} ({_pct(ci, span):.1f} % of its span) waiting "
                                f"for the CPU to launch work{cite}",
-                               "load data ahead of the GPU: DataLoader(num_workers>0, pin_memory=True, "
-                               "prefetch_factor), keep decoding and augmentation off the training thread" if data else
                                "make the blamed ops cheaper or launch ahead (avoid per-step Python bookkeeping, "
                                "batch small ops)", "opgraph idle"))
+        dl = d.get("causes_us", {}).get("data_loading", 0.0)
+        if _pct(dl, span) >= IDLE_PCT:
+            out.append(Finding("data_loading", dl, _pct(dl, span),
+                               f"GPU {d['device']} sat idle {_fmt(dl)} ({_pct(dl, span):.1f} % of its span) while the "
+                               "launching thread waited for the DataLoader's next batch",
+                               "load data ahead of the GPU: DataLoader(num_workers>0, pin_memory=True, "
+                               "prefetch_factor, persistent_workers=True), keep decoding and augmentation off the "
+                               "training thread", "opgraph idle, opgraph critical-path"))
         sd = d.get("causes_us", {}).get("sync_drain", 0.0)
         if _pct(sd, span) >= SYNC_PCT:
             out.append(Finding("sync_drain", sd, _pct(sd, span),

@@ -75,12 +75,21 @@ def _from_traces(input: str, workers: int | None, scheduler: str | None) -> Call
 @click.option("--ranks", "ranks", default=None, metavar="all|R[,R...]",
               help="Multi-rank job graph: the ranks to analyse (default: all ranks kept in full). The path "
                    "of each step may cross ranks at collectives (docs/multirank.md).")
+@click.option("--summary", "summary_only", is_flag=True,
+              help="Print only the run verdict and what each category is worth, not the per-step tables.")
+@click.option("--gains/--no-gains", "with_gains", default=True, show_default=True,
+              help="Predict what each category is worth with the what-if engine (one replay per category "
+                   "of 5 %% or more of the path).")
 @table_file_options
 @multirank_options
 def critical_path_cmd(input: str, window: str | None, as_json: bool, no_path: bool, top: int,
                       ranks: str | None, csv_dir: TableFiles | None, scheduler: str | None = None,
-                      workers: int | None = None) -> None:
+                      workers: int | None = None, summary_only: bool = False, with_gains: bool = True) -> None:
     """Critical path of each step: what bounds it, segment by segment.
+
+    First the run verdict (the steady-state step, the outlier steps and why, "bound by X"
+    only when X holds most of the path, else "mixed") with what each category is worth:
+    the gain a what-if predicts for the change that would shrink it (docs/critical-path.md).
 
     On a multi-rank job graph (opgraph build DIR), one cross-rank path per step, in the
     window of the step's slowest rank, with gpu_comm_wait naming the rank waited for.
@@ -109,8 +118,21 @@ def critical_path_cmd(input: str, window: str | None, as_json: bool, no_path: bo
     with window_errors(input, "--window"):
         res = critical_path(G, window=window, with_nodes=False)
     from opgraph.export.text import render_critical_path
-    emit_result(input, res.tables, csv_dir, as_json, lambda: res.to_dict(with_path=not no_path),
-                "critical-path.schema.json", lambda: render_critical_path(res, console(), top=top))
+    from opgraph.export.text_verdict import render_run_verdict
+
+    from opgraph.predict.gains import category_gains, path_document
+
+    def doc() -> dict:
+        return path_document(G, res, with_path=not no_path, with_gains=with_gains)
+
+    def render() -> None:
+        con = console()
+        verdict = res.verdict()
+        render_run_verdict(verdict, category_gains(G, verdict.shares) if with_gains else None, con)
+        if not summary_only:
+            con.print()
+            render_critical_path(res, con, top=top)
+    emit_result(input, res.tables, csv_dir, as_json, doc, "critical-path.schema.json", render)
 
 
 @click.command("idle")

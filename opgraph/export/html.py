@@ -87,9 +87,10 @@ def report_data(G: AnyGraph, batch_size: int | None = None, device: str | None =
     from opgraph.analysis.critical_path import critical_path
     from opgraph.analysis.idle import idle_time
     from opgraph.analysis.info import trace_info
+    from opgraph.predict.gains import path_document
 
     section("info", lambda: trace_info(G))
-    section("critical_path", lambda: critical_path(G).to_dict(with_path=False))
+    section("critical_path", lambda: path_document(G, critical_path(G), with_path=False))
     section("idle", lambda: idle_time(G, kernel_wait_us=30.0).to_dict(top=15))
 
     frame: dict[str, Any] = {}
@@ -180,6 +181,14 @@ def _cards(data: dict[str, Any]) -> str:
                  f'{_num(data, "idle", f"devices/{i}/span_us", " µs")} (whole trace; idle '
                  f'{_num(data, "idle", f"devices/{i}/idle_us", " µs")})', f"cpu_idle_{d['device']}")
     cp = data.get("critical_path")
+    if cp and cp.get("run"):
+        run = cp["run"]
+        why = "; ".join(f'{_esc(o["name"])}: {_esc(o["reason"].replace("_", " "))}' for o in run["outliers"][:3])
+        card("Run verdict", f'<span class="bound">{_esc(run["headline"])}</span>',
+             f'steady-state step {_num(data, "critical_path", "run/step_us", " µs")} '
+             f'({_num(data, "critical_path", "run/steady_windows")} of {_num(data, "critical_path", "run/windows")} '
+             f'window(s) steady{"; outliers: " + why if why else ""})', "run_verdict")
+        cards.insert(0, cards.pop())   # the answer first
     if cp:
         b = cp["summary"]["bound"]
         card("Critical path bound", f'<span class="bound">{_esc(b)}</span> '
@@ -222,9 +231,9 @@ def _section_idle(data: dict[str, Any]) -> str:
             pct = 100.0 * d["causes_us"][c] / d["idle_us"] if d["idle_us"] else 0.0
             crow.append([f"GPU {d['device']}", _esc(c), _num(data, "idle", f"devices/{i}/causes_us/{c}"),
                          f'<span class="val">{fmt_pct(pct)}</span>'])
-        for k, v in d.get("device_wait_by_us", {}).items():
-            crow.append([f"GPU {d['device']}", f"device_wait held by {_esc(k)}", f'<span class="val">{fmt_num(v)}</span>',
-                         ""])
+        for what, by in (("device_wait held by", "device_wait_by_us"), ("launch_unknown while busy:", "launch_unknown_by_us")):
+            for k, v in d.get(by, {}).items():
+                crow.append([f"GPU {d['device']}", f"{what} {_esc(k)}", f'<span class="val">{fmt_num(v)}</span>', ""])
     if crow:
         parts.append('<h3>Why the GPU was idle (µs; the causes sum to the idle, docs/idle.md)</h3>')
         parts.append(_table(["device", "cause", "µs", "% of idle"], crow, "small"))
@@ -363,6 +372,7 @@ def _critical_picture(G: AnyGraph, data: dict[str, Any], notes: list[str]) -> tu
 def render_html(G: AnyGraph, data: dict[str, Any], notes: list[str], title: str,
                 with_picture: bool = True) -> str:
     from opgraph.export.assets.report import CSS, JS
+    from opgraph.time_categories import COLOURS, CROSS_RANK_CATEGORIES, IDLE_CAUSES
 
     picture, pnote = _critical_picture(G, data, notes) if with_picture else (None, "")
     sec: list[tuple[str, str, str]] = []
@@ -400,6 +410,7 @@ def render_html(G: AnyGraph, data: dict[str, Any], notes: list[str], title: str,
         o = data["overheads"]
         cdata["overheads"] = {k: o.get(k) for k in ("t1", "t2", "t3", "t4", "t5")}
         cdata["overheads"]["ops"] = {k: {"count": v["count"]} for k, v in (o.get("ops") or {}).items()}
+    cdata["categories"] = {"path": list(CROSS_RANK_CATEGORIES), "idle": list(IDLE_CAUSES), "colours": dict(COLOURS)}
     blob = script_json(cdata)
     foot = "".join(f"<li>{_esc(n)}</li>" for n in notes)
     return f"""<!DOCTYPE html>

@@ -15,13 +15,10 @@ from typing import Any
 
 import numpy as np
 
-#: One colour per critical-path category and idle cause (stable across pictures).
-COLORS: dict[str, str] = {
-    "cpu": "#4e79a7", "gpu_compute": "#59a14f", "gpu_comm": "#b07aa1", "gpu_memory": "#9c755f",
-    "launch_overhead": "#f28e2b", "kernel_gap": "#edc948", "device_wait": "#e15759", "sync_wait": "#ff9da7",
-    "thread_wait": "#76b7b2", "untraced": "#bab0ac", "other": "#d4a6c8", "gpu_comm_wait": "#af7aa1",
-    "cpu_induced": "#4e79a7", "sync_drain": "#ff9da7", "launch_latency": "#f28e2b",
-}
+from opgraph.time_categories import COLOURS, IDLE_CAUSES
+
+#: One colour per critical-path category and idle cause (the catalog: :mod:`opgraph.time_categories`).
+COLORS: dict[str, str] = COLOURS
 
 
 def _pyplot() -> Any:
@@ -84,8 +81,7 @@ def plot_idle(res: Any) -> Any:
     first gap), coloured by their largest cause; bar height is the gap's length."""
     plt = _pyplot()
     gaps = res.tables()["gaps"]
-    causes = [c for c in ("cpu_induced", "sync_drain", "launch_latency", "kernel_gap", "device_wait", "untraced")
-              if c in gaps.columns]
+    causes = [c for c in IDLE_CAUSES if c in gaps.columns]
     fig, ax = plt.subplots(figsize=(10, 3.5))
     if len(gaps):
         t0 = float(gaps["start_us"].min())

@@ -220,6 +220,9 @@ def render_idle(res, console: Console, top: int = 15) -> None:
     for d in res.devices:
         for k, v in list(d.device_wait_by_ns.items())[:5]:
             console.print(f"GPU {d.device} device_wait {v / 1e3:,.1f} µs held by {k}")
+        for k, v in d.launch_unknown_by_ns.items():
+            console.print(f"GPU {d.device} launch_unknown {v / 1e3:,.1f} µs: activities with no launch record while "
+                          f"{k}, which launches most of the device's work, was busy")
     t = Table(title=f"Per stream: idle by cause, and HTA's categories (kernel wait < {res.kernel_wait_us:g} µs), µs",
               title_justify="left")
     for c in ("device", "stream", "busy", "idle") + tuple(c.replace("_", " ") for c in CAUSES) + (

@@ -42,8 +42,9 @@ class GraphArrays:
     pos_of: dict[int, int]
     rank: np.ndarray | None = None
     #: Per edge kind, per-edge attributes beyond ``kind`` (aligned with ``edges[kind]``):
-    #: ``inferred`` (bool), ``cat`` (flow category, object), and for ``handoff`` edges
-    #: ``first`` / ``wait_from`` (positions, -1: none), ``wait_from_end`` / ``resume_end`` (bool).
+    #: ``inferred`` (bool), ``cat`` (flow category, object), ``evidence`` (what an inferred
+    #: edge rests on, object: ``stream_wait_call``, ``stream_wait_work``, ``burst``, ...), and
+    #: for ``handoff`` edges ``first`` / ``wait_from`` (positions, -1: none), ``wait_from_end`` / ``resume_end`` (bool).
     edge_attrs: dict[str, dict[str, np.ndarray]] | None = None
     #: ``name`` factorized once (codes, distinct names), for :meth:`names_match`.
     _name_codes: tuple[np.ndarray, list[str]] | None = field(default=None, init=False, repr=False)
@@ -200,10 +201,11 @@ def _edge_attrs(rich: list[tuple[int, dict]], n_edges: int, codes: np.ndarray, u
     inferred = np.zeros(n_edges, dtype=bool)
     inferred[idx] = [bool(d.get("inferred", False)) for d in ds]
     full["inferred"] = inferred
-    if any("cat" in d for d in ds):
-        cat = np.full(n_edges, None, dtype=object)
-        cat[idx] = [d.get("cat") for d in ds]
-        full["cat"] = cat
+    for nm in ("cat", "evidence"):
+        if any(nm in d for d in ds):
+            col = np.full(n_edges, None, dtype=object)
+            col[idx] = [d.get(nm) for d in ds]
+            full[nm] = col
     if any("wait_from" in d for d in ds):
         first = np.full(n_edges, -1, dtype=np.int64)
         wfrom = np.full(n_edges, -1, dtype=np.int64)

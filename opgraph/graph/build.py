@@ -38,15 +38,17 @@ from opgraph.graph.linking import LAUNCH_API_RE, PRE_TRACE_NS, Edges, StreamInde
 from opgraph.graph.nesting import nest_sweep, sibling_pairs
 from opgraph.graph.packed_args import attach_raw_args
 from opgraph.graph.stream_joins import JOIN_MAX_GAP_NS, JOIN_MIN_DELAY_NS, infer_stream_joins
-from opgraph.graph.streams import infer_stream_waits, infer_wait_calls
+from opgraph.graph.streams import awaited_work, infer_stream_waits, infer_wait_calls
 from opgraph.graph.summary import edge_kind_counts, graph_summary, node_kind_counts
-from opgraph.graph.syncs import SYNC_TOLERANCE_NS, blocking_call_modes, link_syncs, pageable_dtoh
+from opgraph.graph.syncs import (
+    SYNC_TOLERANCE_NS, blocking_call_modes, link_syncs, pageable_dtoh, synchronous_launches,
+)
 from opgraph.graph.threads import fwdbwd_by_sequence, infer_handoffs
 from opgraph.ingest.event_args import ArgsColumn
 from opgraph.ingest.table import (
     DEVICE_ACTIVITY_KINDS, DEVICE_KINDS, HOST_KINDS, NONE_ID, EventTable, HealthItem,
 )
-from opgraph.names import names_where
+from opgraph.names import annotation_like, names_where
 
 Step = Callable[[str], None]
 
@@ -166,7 +168,16 @@ def build_payload(table: EventTable, step: Step = _noop) -> dict[str, Any]:
         launch = Edges(np.concatenate([launch.src, launch_from_flows.src]),
                        np.concatenate([launch.dst, launch_from_flows.dst]))
         unlinked = np.setdiff1d(unlinked, launch_from_flows.dst)
-    edges["launch"].append(launch)
+    sync_l = synchronous_launches(ts[launch.src], end[launch.src], ts[launch.dst], end[launch.dst],
+                                  names[launch.src])
+    edges["launch"].append(Edges(launch.src[~sync_l], launch.dst[~sync_l]))
+    if sync_l.any():
+        edges["launch"].append(Edges(launch.src[sync_l], launch.dst[sync_l],
+                                     {"evidence": np.full(int(sync_l.sum()), "synchronous_launch", dtype=object)}))
+        warn("synchronous_launch_inferred", int(sync_l.sum()), int(eid[launch.src[sync_l][0]]),
+             "launch calls that returned only after their own device activity ended (it ran at least 50 us "
+             "and half the call): taken to have waited for it; the critical path runs through the activity "
+             "and the call's end waits for its end (launch edges with evidence=synchronous_launch)")
     edges["flow"].append(flow_edges)
     if disagree[0]:
         warn("flow_launch_mismatch", disagree[0], disagree[1],
@@ -219,6 +230,7 @@ def build_payload(table: EventTable, step: Step = _noop) -> dict[str, Any]:
     waits = infer_stream_waits(act, dkey, device, ts, end, launch_ts, call_end, launcher, held)
     held[waits.dst] = True
     wcalls = infer_wait_calls(act, dkey, ts, end, launch_ts, call_end, launcher, lane, rt, names, launched_rt, held)
+    wwork = awaited_work(wcalls, act, dkey, device, ts, end, launch_ts, launcher, lane)
     late = "device activities that started more than 100 µs after their launch returned and their stream was free, "
     for got, code, why in (
             (waits, "stream_wait_inferred", "within 20 µs after an activity of another stream of the device ended: "
@@ -226,14 +238,18 @@ def build_payload(table: EventTable, step: Step = _noop) -> dict[str, Any]:
              "evidence=stream_end)"),
             (wcalls, "stream_wait_call_inferred", "launched right after a cudaStreamWaitEvent/hipStreamWaitEvent on "
              "the same thread: taken to have been held by that wait (its stream and event are not recorded; "
-             "event_wait edges from the call, inferred=True, evidence=stream_wait_call)")):
+             "event_wait edges from the call, inferred=True, evidence=stream_wait_call)"),
+            (wwork, "stream_wait_work_inferred", "held by a cudaStreamWaitEvent/hipStreamWaitEvent: linked to the last "
+             "activity the same thread launched on another stream of the device before the wait call, which ended "
+             "before it started (the work the awaited event follows; event_wait edges, inferred=True, "
+             "evidence=stream_wait_work)")):
         if len(got):
             edges["event_wait"].append(Edges(eid[got.src], eid[got.dst], got.attrs))
             warn(code, len(got), int(eid[got.dst[0]]), late + why)
 
     # --- cross-thread dependencies (opgraph/graph/threads.py) ---
     step("threads")
-    _link_threads(args, edges, eid, h, lane, pid_codes, ts, end, nr.parent, names, warn)
+    _link_threads(args, edges, eid, h, kind, lane, pid_codes, ts, end, nr.parent, names, warn)
 
     # --- assemble ---
     step("graph")
@@ -265,10 +281,10 @@ def build_payload(table: EventTable, step: Step = _noop) -> dict[str, Any]:
 
 
 def _link_threads(args: ArgsColumn, edges: dict[str, list[Edges]], eid: np.ndarray, h: np.ndarray,
-                  lane: np.ndarray, pid_codes: np.ndarray, ts: np.ndarray, end: np.ndarray, parent: np.ndarray,
+                  kind: np.ndarray, lane: np.ndarray, pid_codes: np.ndarray, ts: np.ndarray, end: np.ndarray, parent: np.ndarray,
                   names: np.ndarray, warn: Callable[..., None]) -> None:
     """Add the inferred cross-thread edges of :mod:`opgraph.graph.threads` (host events
-    ``h``, their nest ``parent`` positions within ``h``; ``args``: the events' args, whose
+    ``h`` with their ``kind``, their nest ``parent`` positions within ``h``; ``args``: the events' args, whose
     ``Sequence number`` / ``Fwd thread id`` are read) to ``edges``, with health counts."""
     has_fwdbwd = any(len(e) and "cat" in e.attrs and (e.attrs["cat"] == "fwdbwd").any() for e in edges["flow"])
     if not has_fwdbwd and len(h):
@@ -279,7 +295,8 @@ def _link_threads(args: ArgsColumn, edges: dict[str, list[Edges]], eid: np.ndarr
             warn("fwdbwd_inferred", len(fb), int(fb.dst[0]),
                  "backward ops linked to their forward op by the 'Sequence number' / 'Fwd thread id' args "
                  "(the trace has no fwdbwd flows; flow edges with inferred=True)")
-    ho, n_burst, n_block = infer_handoffs(eid[h], lane[h], pid_codes[h], ts[h], end[h], parent, names[h])
+    ho, n_burst, n_block = infer_handoffs(eid[h], lane[h], pid_codes[h], ts[h], end[h], parent, names[h],
+                                          annotation_like(kind[h], names[h]))
     if len(ho):
         edges["handoff"].append(ho)
         warn("handoff_inferred", len(ho), int(ho.dst[0]),

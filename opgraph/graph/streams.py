@@ -135,3 +135,57 @@ def infer_wait_calls(act: np.ndarray, dkey: np.ndarray, ts: np.ndarray, end: np.
     n = len(src)
     return Edges(src.astype(np.int64), dst.astype(np.int64),
                  {"inferred": np.ones(n, bool), "evidence": np.full(n, "stream_wait_call", dtype=object)})
+
+
+def awaited_work(calls: Edges, act: np.ndarray, dkey: np.ndarray, device: np.ndarray, ts: np.ndarray,
+                 end: np.ndarray, call_start: np.ndarray, launcher: np.ndarray, lane: np.ndarray) -> Edges:
+    """What a stream wait known from the host side waited for: for each edge ``wait call ->
+    held activity`` of :func:`infer_wait_calls` (``calls``), the last activity that the
+    calling thread launched on another stream of the held activity's device before the wait
+    call started (the last launch call before it; of its activities, the one ending last),
+    when that activity ended at or before the held one started. A ``cudaStreamWaitEvent``
+    waits for an event recorded on another stream after the work it follows; the work the
+    thread launched there just before is what the event marks. Edges ``awaited activity ->
+    held activity`` (``event_wait``, ``inferred=True``, ``evidence="stream_wait_work"``),
+    so the held activity's start depends on that work, not only on the host call.
+    Positions as in :func:`infer_wait_calls` (``call_start`` per activity: its launch
+    call's start)."""
+    e = np.empty(0, np.int64)
+    empty = Edges(e, e.copy(), {"inferred": np.empty(0, bool), "evidence": np.empty(0, object)})
+    if not len(calls) or not len(act):
+        return empty
+    la = act[launcher[act] >= 0]
+    if not len(la):
+        return empty
+    src_l, dst_l = [], []
+    w_all, x_all = calls.src, calls.dst
+    grp = lane[launcher[la]].astype(np.int64) * (1 << 20) + device[la].astype(np.int64)
+    gx = lane[w_all].astype(np.int64) * (1 << 20) + device[x_all].astype(np.int64)
+    for g in np.unique(gx).tolist():
+        on = la[grp == g]
+        if not len(on):
+            continue
+        # launched activities of this thread on this device, by launch (then by end)
+        on = on[np.lexsort((end[on], call_start[on]))]
+        keys = dkey[on]
+        # per position, the last position at or before it on another stream: before its run
+        run_start = np.zeros(len(on), dtype=np.int64)
+        brk = np.flatnonzero(keys[1:] != keys[:-1]) + 1
+        run_start[brk] = brk
+        run_start = np.maximum.accumulate(run_start)
+        sel = gx == g
+        w, x = w_all[sel], x_all[sel]
+        k = np.searchsorted(call_start[on], ts[w], side="left") - 1
+        ok = k >= 0
+        kc = np.maximum(k, 0)
+        y_at = np.where(keys[kc] != dkey[x], kc, run_start[kc] - 1)
+        ok &= y_at >= 0
+        y = on[np.maximum(y_at, 0)]
+        ok &= end[y] <= ts[x]
+        src_l.append(y[ok])
+        dst_l.append(x[ok])
+    if not src_l:
+        return empty
+    src, dst = np.concatenate(src_l).astype(np.int64), np.concatenate(dst_l).astype(np.int64)
+    n = len(src)
+    return Edges(src, dst, {"inferred": np.ones(n, bool), "evidence": np.full(n, "stream_wait_work", dtype=object)})

@@ -218,10 +218,35 @@ def int_or_none(v: Any) -> int | None:
     return None
 
 
+#: A launch call counts as synchronous (it waited for its own device work) only when that
+#: work ran at least this long (ns) ...
+SYNC_LAUNCH_MIN_NS = 50_000
+#: ... and at least this share of the call: a short kernel that ends inside a slow launch
+#: call did not make the call wait (docs/critical-path.md, "Waits the trace shows").
+SYNC_LAUNCH_MIN_SHARE = 0.5
+
+
+def synchronous_launches(call_ts: np.ndarray, call_end: np.ndarray, act_ts: np.ndarray, act_end: np.ndarray,
+                         call_names: np.ndarray) -> np.ndarray:
+    """Per launch edge (the call's and its activity's times, ns; the call's name): the
+    call returned only after its own device activity ended, so it waited for it (MTIA's
+    ``runFunction``, a synchronous launch of any vendor). The activity must end at or
+    before the call's end, run at least :data:`SYNC_LAUNCH_MIN_NS` and at least
+    :data:`SYNC_LAUNCH_MIN_SHARE` of the call. Blocking copies by name
+    (:data:`~opgraph.graph.linking.BLOCKING_COPY_RE`) are already modelled as such and are
+    left out."""
+    run = act_end - act_ts
+    out = ((act_ts >= call_ts) & (act_end <= call_end) & (run >= SYNC_LAUNCH_MIN_NS)
+           & (run >= SYNC_LAUNCH_MIN_SHARE * (call_end - call_ts)))
+    if out.any():
+        out &= ~names_where(call_names, BLOCKING_COPY_RE.search)
+    return out
+
+
 def pageable_dtoh(names: np.ndarray) -> np.ndarray:
     """Copies from device to pageable host memory: their (async) API call returns only once
     the copy has completed (CUDA runtime API docs, "API synchronization behavior")."""
     return names_where(names, lambda n: "DtoH" in n and "Pageable" in n)
 
 
-__all__ = ["SYNC_TOLERANCE_NS", "link_syncs", "blocking_call_modes", "int_or_none", "pageable_dtoh"]
+__all__ = ["SYNC_TOLERANCE_NS", "SYNC_LAUNCH_MIN_NS", "SYNC_LAUNCH_MIN_SHARE", "synchronous_launches", "link_syncs", "blocking_call_modes", "int_or_none", "pageable_dtoh"]

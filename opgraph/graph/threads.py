@@ -52,6 +52,13 @@ HANDOFF_MIN_NS = 200_000
 #: :data:`HANDOFF_TOL_FRACTION` of the quiet stretch.
 HANDOFF_TOL_NS = 5_000_000
 HANDOFF_TOL_FRACTION = 0.1
+#: A late resume: the worker woke right after the waiter went quiet but ended more than the
+#: tolerance before the waiter resumed; its burst must fill at least this share of the
+#: waiter's stretch (docs/critical-path.md, "Late resumes").
+LATE_BURST_SHARE = 0.5
+#: A thread whose only events are blocking waits starting or ending within this (ns) of the
+#: profiler's start or stop was waiting across it: it hands nothing off.
+PROFILER_EDGE_NS = 1_000_000
 #: Host calls that block their thread until something else happens (names, ``re.search``).
 BLOCKING_WAIT_RE = re.compile(
     r"threading\.py\(\d+\): (wait|join|_wait_for_tstate_lock)|lock\.acquire|_thread\.lock|"
@@ -77,17 +84,41 @@ def _empty_handoffs() -> Edges:
                                "evidence": np.empty(0, object)})
 
 
+def profiler_edge_waiters(lane: np.ndarray, ts: np.ndarray, end: np.ndarray, is_block: np.ndarray) -> np.ndarray:
+    """Lane codes of threads whose only events are blocking waits and that were waiting
+    across the profiler's start or stop (an event within :data:`PROFILER_EDGE_NS` of the
+    first or last host boundary): they take no part in hand-offs."""
+    if not len(lane):
+        return np.empty(0, np.int64)
+    t0, t1 = int(ts.min()), int(end.max())
+    df = pd.DataFrame({"lane": lane, "block": is_block, "ts": ts, "end": end}).groupby("lane")
+    g = df.agg(all_block=("block", "all"), first=("ts", "min"), last=("end", "max"))
+    edge = (g["first"] <= t0 + PROFILER_EDGE_NS) | (g["last"] >= t1 - PROFILER_EDGE_NS)
+    return g.index[(g["all_block"] & edge).to_numpy()].to_numpy(dtype=np.int64)
+
+
 def infer_handoffs(eid: np.ndarray, lane: np.ndarray, pid: np.ndarray, ts: np.ndarray, end: np.ndarray,
-                   parent: np.ndarray, names: np.ndarray) -> tuple[Edges, int, int]:
+                   parent: np.ndarray, names: np.ndarray, waitlike: np.ndarray | None = None
+                   ) -> tuple[Edges, int, int]:
     """Hand-off edges among host events (module docstring).
 
     Parameters are per host event: ``eid``, ``lane`` (int code per thread), ``pid`` (int
     code per process), ``ts``/``end`` (ns), ``parent`` (position of the nest parent in
-    these arrays, -1 for a top-level event), ``names``. Returns (edges, number of burst
-    hand-offs, number of blocking-wait resumes)."""
+    these arrays, -1 for a top-level event), ``names``, ``waitlike`` (an annotation: its
+    own time may be a wait, so a late resume in it is taken; default: none). Returns
+    (edges, number of burst hand-offs and late resumes, number of blocking-wait resumes)."""
     m = len(eid)
     if m == 0 or len(np.unique(lane)) < 2:
         return _empty_handoffs(), 0, 0
+    is_block = names_where(names, BLOCKING_WAIT_RE.search)
+    quiet_only = profiler_edge_waiters(lane, ts, end, is_block)
+    if len(quiet_only):   # their events can be no one's burst and no one's waker
+        keep = ~np.isin(lane, quiet_only)
+        sub, n_b, n_w = infer_handoffs(eid[keep], lane[keep], pid[keep], ts[keep], end[keep],
+                                       _reindex_parent(parent, keep), names[keep],
+                                       None if waitlike is None else waitlike[keep])
+        return sub, n_b, n_w
+    wl = (np.zeros(m, bool) if waitlike is None else waitlike.astype(bool)) | is_block
     # --- quiet stretches: consecutive boundaries of a thread at least HANDOFF_MIN_NS apart ---
     bt = np.concatenate([ts, end])
     bpos = np.concatenate([np.arange(m), np.arange(m)])
@@ -123,6 +154,11 @@ def infer_handoffs(eid: np.ndarray, lane: np.ndarray, pid: np.ndarray, ts: np.nd
     e_lanes, e_first = np.unique(lane[by_end], return_index=True)
     e_spans = dict(zip(e_lanes.tolist(), zip(e_first.tolist(), np.append(e_first[1:], m).tolist())))
     nq = len(k)
+    # the event whose own time the stretch is: the one that starts it, or the parent of the one it follows
+    q_owner = np.where(q_from_end, parent[q_from], q_from)
+    q_wait = np.where(q_owner >= 0, wl[np.maximum(q_owner, 0)], False)
+    late_last = np.full(nq, -1, np.int64)
+    late_first = np.full(nq, -1, np.int64)
     best_last = np.full(nq, -1, np.int64)
     best_first = np.full(nq, -1, np.int64)
     best_end = np.full(nq, np.iinfo(np.int64).min, np.int64)
@@ -148,7 +184,13 @@ def infer_handoffs(eid: np.ndarray, lane: np.ndarray, pid: np.ndarray, ts: np.nd
             r = elo + np.searchsorted(ends, i1, side="right") - 1
             r_c = np.maximum(r, elo)
             r_end = end[by_end[r_c]]
-            ok &= (r >= elo) & (r_end >= i1 - tl) & (r_end >= rs[a_c]) & (ts[by_end[r_c]] >= rs[a_c])
+            ran = (r >= elo) & (r_end >= rs[a_c]) & (ts[by_end[r_c]] >= rs[a_c])
+            # a late resume: the burst filled the stretch but ended long before the waiter resumed
+            late = ok & ran & (r_end < i1 - tl) & (r_end - rs[a_c] >= LATE_BURST_SHARE * (i1 - i0)) & q_wait[qi]
+            late &= late_last[qi] < 0
+            late_last[qi[late]] = by_end[r_c[late]]
+            late_first[qi[late]] = roots[lo + a_c[late]]
+            ok &= ran & (r_end >= i1 - tl)
             better = ok & (r_end > best_end[qi])
             if not better.any():
                 continue
@@ -157,8 +199,10 @@ def infer_handoffs(eid: np.ndarray, lane: np.ndarray, pid: np.ndarray, ts: np.nd
             best_first[sel] = roots[lo + a_c[better]]
             best_end[sel] = r_end[better]
     burst = best_last >= 0
+    late_r = ~burst & (late_last >= 0)
+    best_last[late_r] = late_last[late_r]
+    best_first[late_r] = late_first[late_r]
     # --- blocking calls with no burst: the resume half alone ---
-    is_block = names_where(names, BLOCKING_WAIT_RE.search)
     cand = np.flatnonzero(~burst & (q_from == q_to) & ~q_from_end & q_to_end & is_block[q_to])
     n_block = 0
     if len(cand):
@@ -176,6 +220,8 @@ def infer_handoffs(eid: np.ndarray, lane: np.ndarray, pid: np.ndarray, ts: np.nd
                 continue
             best_last[j] = int(e_pos[r])
             best_end[j] = int(e_end[r])
+            best_first[j] = -1      # a waker explains the resume better than a late burst
+            late_r[j] = False
             n_block += 1
     take = np.flatnonzero(best_last >= 0)
     if not len(take):
@@ -187,12 +233,20 @@ def infer_handoffs(eid: np.ndarray, lane: np.ndarray, pid: np.ndarray, ts: np.nd
         "wait_from": eid[q_from[take]].astype(np.int64),
         "wait_from_at": np.where(q_from_end[take], "end", "start").astype(object),
         "resume_at": np.where(q_to_end[take], "end", "start").astype(object),
-        "evidence": np.where(best_first[take] >= 0, "burst", "blocking_wait").astype(object),
+        "evidence": np.where(late_r[take], "late_resume",
+                             np.where(best_first[take] >= 0, "burst", "blocking_wait")).astype(object),
     }
     # the edge of a contained wait (B's last -> the call that waited) must not also be the
     # wait's start: only one event edge per hand-off, last -> resume
     e = Edges(eid[best_last[take]].astype(np.int64), eid[q_to[take]].astype(np.int64), attrs)
-    return e, int(burst.sum()), n_block
+    return e, int(burst.sum() + late_r.sum()), n_block
+
+
+def _reindex_parent(parent: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """``parent`` positions of the kept events, renumbered among them (-1 for a parent left out)."""
+    new = np.full(len(keep) + 1, -1, np.int64)
+    new[np.flatnonzero(keep)] = np.arange(int(keep.sum()))
+    return new[np.where(parent >= 0, parent, len(keep))][keep]
 
 
 def fwdbwd_by_sequence(eid: np.ndarray, lane: np.ndarray, ts: np.ndarray, end: np.ndarray,

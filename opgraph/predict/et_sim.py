@@ -94,7 +94,7 @@ class EtOp:
 class EtWalk:
     """The ops an ET simulation walks, per iteration, with the data-loading ranges
     (``dl_before[i]``: data-loading ranges that start before op ``i`` and after op
-    ``i - 1``) and counts of what was left out."""
+    ``i - 1``; ``dl_after``: those after the last op) and counts of what was left out."""
 
     ops: list[EtOp]
     dl_before: list[int]
@@ -103,6 +103,8 @@ class EtWalk:
     n_labels: int
     n_data_loading_ops: int
     schema: str
+    #: data-loading ranges after the last op (counted at the end of the last iteration)
+    dl_after: int = 0
 
 
 def _tensor_key(v: Any, t: Any) -> list[tuple[str, int]]:
@@ -184,7 +186,8 @@ def et_ops(path: str, doc: Any, module_markers: tuple[str, ...] | None = None,
             j += 1
         dl_before.append(c)
     steps = sorted({o.step for o in ops})
-    return EtWalk(ops, dl_before, steps, len(nodes), n_labels, n_dl, str(top.get("schema", "")))
+    return EtWalk(ops, dl_before, steps, len(nodes), n_labels, n_dl, str(top.get("schema", "")),
+                  len(dl_sorted) - j)
 
 
 def load_et(path: str) -> EtWalk:
@@ -514,6 +517,9 @@ def simulate_et(walk: EtWalk, ov: Overheads, km: KernelModels, data_loading: str
                          "gpu_us": float(sum(e - s for s, e in acts_done)),
                          "gpu_start_us": min((s for s, _ in acts_done), default=float("nan")),
                          "gpu_end_us": max((e for _, e in acts_done), default=float("nan"))})
+        if walk.dl_after and idx[-1] == len(walk.ops) - 1:   # a DataLoader after the last op
+            cpu += dl_us * walk.dl_after
+            dl_total += dl_us * walk.dl_after
         gpu_end = max(a_end, default=0.0)
         iters.append({"step": int(step), "e2e_us": max(cpu, gpu_end), "cpu_us": cpu, "gpu_end_us": gpu_end,
                       "gpu_active_us": float(union_length(np.asarray(a_start, dtype=float), np.asarray(a_end, dtype=float))), "gpu_kernel_us": float(sum(np.subtract(a_end, a_start))),

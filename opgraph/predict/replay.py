@@ -301,7 +301,7 @@ def _lags(t: np.ndarray, src: np.ndarray, dst: np.ndarray, role: np.ndarray, own
         intrinsic[R[k]] = v
     lag = np.where(binding, realized, np.minimum(realized, intrinsic[role]))
     # blocking calls whose wait bounded their end: own time = min(duration, return latency)
-    waited = binding & np.isin(role, (R["sync"], R["blockcopy"], R["queue"], R["handoff_resume"])) & (dst % 2 == 1)
+    waited = binding & np.isin(role, (R["sync"], R["blockcopy"], R["queue"], R["handoff_resume"], R["late_resume"])) & (dst % 2 == 1)
     blocking = np.zeros(n, dtype=bool)
     blocking[own[waited]] = True
     ret = np.zeros(n, dtype=np.int64)

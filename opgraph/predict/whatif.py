@@ -272,7 +272,7 @@ def apply(m: BoundaryModel, transforms: list[Transform], device_factors: np.ndar
         lag[into_rm_act & np.isin(role, (R["stream"], R["evwait"]))] = 0
         lag[into_rm_act & (role == R["launch"])] = NEVER
         # removed blocking calls no longer wait
-        lag[removed[dst_node] & np.isin(role, (R["sync"], R["blockcopy"], R["queue"], R["handoff_resume"]))
+        lag[removed[dst_node] & np.isin(role, (R["sync"], R["blockcopy"], R["queue"], R["handoff_resume"], R["late_resume"]))
             & (m.dst % 2 == 1)] = NEVER
         # removed work with nothing before it does not pin what follows to its old time
         rb = np.repeat(removed, 2)

@@ -30,7 +30,8 @@ Answer definitions (all times are integer ns; see :func:`synthesize`):
   the launching thread spent inside a synchronize call), ``launch_latency`` (then until the
   call's end + 100 µs), ``device_wait`` (an activity held by a cudaStreamWaitEvent: until the
   awaited activity ended), ``kernel_gap`` (an activity launched before the gap began, or
-  held: at most 100 µs more), ``untraced`` (the rest); ``cpu_induced_idle_ns``
+  held: at most 100 µs more), ``launch_unknown`` (0: every activity here has its launch
+  call), ``untraced`` (the rest); ``cpu_induced_idle_ns``
   and ``launch_latency_ns`` repeat two of them.
 - ``bound``: ``"gpu"`` when ``busy_ns >= idle_ns`` (utilization >= 50 %), else ``"cpu"``.
   Scenarios are built far from the 50 % line.

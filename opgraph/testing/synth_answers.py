@@ -104,6 +104,7 @@ def _edges_by_kind(b: TraceBuilder) -> dict[str, int]:
     edges["sync"] = sum(len(_sync_sources(b, sy)) for sy in b.syncs)
     edges["event_wait"] = len(b.event_waits)
     edges["flow"] = len(b.fwdbwd)
+    edges["handoff"] = len(b.handoffs)
     return {k: int(edges[k]) for k in EDGE_KINDS}
 
 
@@ -129,8 +130,10 @@ def _gpu_answers(b: TraceBuilder) -> tuple[dict[str, Any], dict[str, int]]:
         if after and before:
             x = min(after, key=lambda a: (b.launcher[id(a)].ts, a.ts))
             held[id(x)] = max(before, key=lambda a: (b.launcher[id(a)].ts, a.ts)).end
-    causes = {"cpu_induced": 0, "sync_drain": 0, "launch_latency": 0, "kernel_gap": 0, "device_wait": 0,
-              "untraced": 0}
+    # (no scenario of the synthesizer waits in a DataLoader, and every activity has its launch
+    # call: data_loading and launch_unknown stay 0)
+    causes = {"cpu_induced": 0, "data_loading": 0, "sync_drain": 0, "launch_latency": 0, "kernel_gap": 0,
+              "device_wait": 0, "launch_unknown": 0, "untraced": 0}
     for (_, g0), (g1, _) in zip(merged, merged[1:]):
         enders = [a for a in b.activities if a.ts == g1]
         assert len(enders) == 1, f"{b.name}: gap ending at {g1} has {len(enders)} activities"

@@ -54,6 +54,8 @@ class TraceBuilder:
         self.gpu_annotations: list[SynthEvent] = []
         self.cuda_syncs: list[SynthEvent] = []
         self.fwdbwd: list[tuple[SynthEvent, SynthEvent, int]] = []
+        #: (waiter, worker's last event): hand-offs the builder must infer (graph/threads.py)
+        self.handoffs: list[tuple[SynthEvent, SynthEvent]] = []
         self.syncs: list[SyncCall] = []
         self.event_waits: list[EventWait] = []
         self.steps: list[SynthEvent] = []
@@ -245,6 +247,11 @@ class TraceBuilder:
             a.parent = ev
         self.gpu_annotations.append(ev)
         return ev
+
+    def add_handoff(self, waiter: SynthEvent, last: SynthEvent) -> None:
+        """Record that ``waiter`` waits for another thread whose last event is ``last`` (no
+        trace event: the graph builder infers the ``handoff`` edge)."""
+        self.handoffs.append((waiter, last))
 
     def add_fwdbwd(self, fwd: SynthEvent, bwd: SynthEvent) -> None:
         """A forward -> backward flow (``fwdbwd``), bound to the two ops' start times."""

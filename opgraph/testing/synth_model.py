@@ -20,7 +20,7 @@ NODE_KINDS: tuple[str, ...] = (
     "annotation", "cpu_op", "python", "runtime", "kernel", "memcpy", "memset", "gpu_annotation",
 )
 EDGE_KINDS: tuple[str, ...] = (
-    "nest", "host_seq", "launch", "stream_seq", "sync", "event_wait", "flow",
+    "nest", "host_seq", "launch", "stream_seq", "sync", "event_wait", "flow", "handoff",
 )
 EVENT_KINDS: tuple[str, ...] = NODE_KINDS + (
     "cuda_sync", "flow_start", "flow_end", "instant", "meta", "trace_span",

@@ -17,18 +17,22 @@ from opgraph.testing.synth_model import BASE_NS, BWD_TID, NS_FLOAT_BASE_NS, SIDE
 
 
 def _cpu_bound(b: TraceBuilder, steps: int, rng: random.Random) -> str:
-    """Per step: 8 forward ops on the main thread (every other one ``aten::linear`` >
-    ``aten::addmm``), each launching a 5 µs kernel, 60 µs apart; then 4 backward ops on the
-    autograd thread (tid 101), each with a ``fwdbwd`` flow from a forward op."""
+    """Per step: inside a Python ``forward`` frame, 8 forward ops on the main thread (every
+    other one ``aten::linear`` > ``aten::addmm``), each launching a 5 µs kernel, 60 µs apart;
+    then the main thread waits in ``run_backward`` while 4 backward ops run on the autograd
+    thread (tid 101), each with a ``fwdbwd`` flow from a forward op."""
     fwd_names = ("aten::linear", "aten::relu", "aten::linear", "aten::sigmoid")
     s = BASE_NS
     for k in range(1, steps + 1):
         step = b.open("annotation", f"ProfilerStep#{k}", s)
+        fwd = b.span("python", "model.py(12): forward", s + 5 * US, s + 815 * US, parent=step)
+        rb = b.span("python", "<built-in method run_backward of torch._C._EngineBase object>", s + 818 * US,
+                    s + 1165 * US, parent=step)
         fwd_ops: list[SynthEvent] = []
         for i in range(8):
             t = s + 10 * US + i * 100 * US
             name = fwd_names[i % 4]
-            op = b.span("cpu_op", name, t, t + 40 * US, parent=step, args={"Sequence number": i})
+            op = b.span("cpu_op", name, t, t + 40 * US, parent=fwd, args={"Sequence number": i})
             inner = op
             if name == "aten::linear":
                 inner = b.span("cpu_op", "aten::addmm", t + 5 * US, t + 35 * US, parent=op)
@@ -43,6 +47,7 @@ def _cpu_bound(b: TraceBuilder, steps: int, rng: random.Random) -> str:
             rt = b.runtime("cudaLaunchKernel", t + 20 * US, t + 30 * US, parent=op)
             b.launch("kernel", f"void bwd_kernel_{j}<float>(float*, int)", rt, 5 * US)
             b.add_fwdbwd(src, op)
+        b.add_handoff(rb, op)
         b.close(step, s + 1230 * US)
         s = step.end + 50 * US
     return ("CPU-bound: short kernels behind long CPU gaps, a backward thread with fwdbwd "

@@ -38,11 +38,12 @@ from opgraph.analysis.critical_path.model import (
 from opgraph.analysis.critical_path.result import (
     CriticalPathResult, PathSegment, SegmentTable, WindowPath, breakdown_frame, path_frame, summarize_windows,
 )
+from opgraph.analysis.critical_path.stop_tail import PROFILER_TAIL_MIN_NS, TAIL_EDGE, mark_stop_tail, silent_from
 from opgraph.graph.windows import Window, select_windows
 
 __all__ = [
     "CATEGORIES", "WAIT_CATEGORIES", "ROLES", "R", "CAT", "PRIORITY", "ROLE_CATEGORY",
-    "KERNEL_GAP_MAX_NS", "LAUNCH_CALL_MAX_NS", "LAUNCH_LATENCY_MAX_NS",
+    "KERNEL_GAP_MAX_NS", "LAUNCH_CALL_MAX_NS", "LAUNCH_LATENCY_MAX_NS", "PROFILER_TAIL_MIN_NS", "TAIL_EDGE",
     "BoundaryDAG", "BoundaryEdges", "CircularPath", "EXIT_EDGE", "ExtraEdges", "RawSegment", "PathSegment", "SegmentTable", "WindowPath",
     "CriticalPathResult", "segment_table",
     "boundary_dag", "boundary_edges", "boundary_times", "blocking_waits", "dag_from_edges", "edge_categories",
@@ -178,6 +179,7 @@ def critical_path(G: AnyGraph, window: str | None = None, dag: BoundaryDAG | Non
     d = dag if dag is not None else boundary_dag(G)
     a = d.arr
     sel = select_windows(a, window)
+    silent = silent_from(a)
     results: list[WindowPath] = []
     for w, (sink, wend) in zip(sel.items, window_sinks(d, sel.items)):
         wl = lane_label(a, a.lane_first.get(w.lane, -1)) if w.lane is not None else ""
@@ -185,7 +187,9 @@ def critical_path(G: AnyGraph, window: str | None = None, dag: BoundaryDAG | Non
             results.append(WindowPath(w.name, w.eid, w.start_ns, w.start_ns, [], wl))
             continue
         steps = walk_back(d, 2 * sink + 1, w.start_ns)
-        results.append(WindowPath(w.name, w.eid, w.start_ns, wend, segment_table(d, segment_columns(d, steps)), wl,
+        table = segment_table(d, segment_columns(d, steps))
+        table = SegmentTable(mark_stop_tail(table.cols, silent.get(int(a.rank[sink]))))
+        results.append(WindowPath(w.name, w.eid, w.start_ns, wend, table, wl,
                                   walked_eids(a, steps) if with_nodes else []))
     return CriticalPathResult(results, sel.mode)
 

@@ -50,28 +50,30 @@ from opgraph.graph.linking import COMM_KERNEL_PATTERN
 from opgraph.graph.build import pageable_dtoh
 from opgraph.graph.linking import BLOCKING_COPY_RE, DEVICE_SYNC_RE, EVENT_SYNC_RE, STREAM_SYNC_RE
 from opgraph.graph.threads import BLOCKING_WAIT_RE
+from opgraph.graph.tree import data_loading_owners, host_parent
+from opgraph.names import annotation_like
+from opgraph.time_categories import PATH_CATEGORIES, WAIT_CATEGORIES as CATALOG_WAITS
 
-#: Path categories, in display order (docs/critical-path.md, "Categories").
-CATEGORIES: tuple[str, ...] = ("cpu", "gpu_compute", "gpu_comm", "gpu_memory", "launch_overhead", "kernel_gap",
-                               "device_wait", "sync_wait", "thread_wait", "untraced", "other")
+#: Path categories, in display order (the catalog: :mod:`opgraph.time_categories`).
+CATEGORIES: tuple[str, ...] = tuple(PATH_CATEGORIES)
 CAT: dict[str, int] = {c: i for i, c in enumerate(CATEGORIES)}
 #: Categories in which a thread or a stream waits (reported as "longest wait").
-WAIT_CATEGORIES: tuple[str, ...] = ("device_wait", "sync_wait", "thread_wait", "untraced")
+WAIT_CATEGORIES: tuple[str, ...] = CATALOG_WAITS
 
 #: Roles of boundary edges (shared with :mod:`opgraph.predict`).
 ROLES: tuple[str, ...] = ("leaf", "first", "gap", "last", "top", "act", "stream", "launch", "blockcopy", "sync",
-                          "evwait", "flow", "queue", "handoff_start", "handoff_resume", "fwdbwd")
+                          "evwait", "flow", "queue", "handoff_start", "handoff_resume", "fwdbwd", "late_resume")
 R: dict[str, int] = {r: i for i, r in enumerate(ROLES)}
 #: Tie priority of each role when picking the last-arriving edge (higher wins).
 PRIORITY: dict[str, int] = {"leaf": 3, "first": 3, "gap": 3, "last": 3, "top": 3, "act": 3, "stream": 2,
                             "blockcopy": 2, "sync": 2, "evwait": 2, "launch": 1, "flow": 0, "queue": 2,
-                            "handoff_start": 2, "handoff_resume": 2, "fwdbwd": 1}
+                            "handoff_start": 2, "handoff_resume": 2, "fwdbwd": 1, "late_resume": 2}
 #: Category of each role (activity spans and blocking leaves are refined per edge).
 ROLE_CATEGORY: dict[str, str] = {
     "leaf": "cpu", "first": "cpu", "gap": "cpu", "last": "cpu", "top": "untraced", "act": "gpu_compute",
     "stream": "kernel_gap", "launch": "launch_overhead", "blockcopy": "sync_wait", "sync": "sync_wait",
     "evwait": "device_wait", "flow": "other", "queue": "sync_wait", "handoff_start": "thread_wait",
-    "handoff_resume": "thread_wait", "fwdbwd": "thread_wait"}
+    "handoff_resume": "thread_wait", "fwdbwd": "thread_wait", "late_resume": "untraced"}
 
 
 @dataclass
@@ -128,11 +130,9 @@ def boundary_edges(a: GraphArrays) -> BoundaryEdges:
             own_l.append(np.broadcast_to(np.asarray(own, dtype=np.int64), np.shape(s)))
             inf_l.append(np.broadcast_to(np.asarray(inferred, dtype=bool), np.shape(s)))
 
-    ns_, nd_ = a.out_edges("nest")
-    hm = is_host[ns_] & is_host[nd_]
-    ns_, nd_ = ns_[hm], nd_[hm]
-    parent = np.full(n, -1, dtype=np.int64)
-    parent[nd_] = ns_
+    parent = host_parent(a)
+    nd_ = np.flatnonzero(parent >= 0)
+    ns_ = parent[nd_]
     has_child = np.zeros(n, dtype=bool)
     has_child[ns_] = True
     hs, hd = a.out_edges("host_seq")
@@ -156,6 +156,9 @@ def boundary_edges(a: GraphArrays) -> BoundaryEdges:
     add(2 * ls, 2 * ld, R["launch"], ls)
     blocking = _names_match(a.name[ls], BLOCKING_COPY_RE) | pageable_dtoh(a.name[ld])
     add(2 * ld[blocking] + 1, 2 * ls[blocking] + 1, R["blockcopy"], ls[blocking])
+    # a synchronous launch (graph/syncs.py) waited for its own activity: E(act) -> E(call), inferred
+    sl = (a.edge_attr("launch", "evidence", None) == "synchronous_launch") & ~blocking
+    add(2 * ld[sl] + 1, 2 * ls[sl] + 1, R["blockcopy"], ls[sl], True)
     ys, yd = a.out_edges("sync")
     add(2 * ys + 1, 2 * yd + 1, R["sync"], yd, a.edge_attr("sync", "inferred", False).astype(bool))
     ws_, wd_ = a.out_edges("event_wait")
@@ -179,7 +182,10 @@ def boundary_edges(a: GraphArrays) -> BoundaryEdges:
         w_b = 2 * wfrom[st] + wend[st]
         # the waiter owns the hand-off latency when the wait is its own span (S of a call that contains it)
         add(w_b, 2 * first_[st], R["handoff_start"], np.where(~wend[st], wfrom[st], -1), True)
-        add(2 * hs2 + 1, 2 * hd2 + rend, R["handoff_resume"], np.where(rend, hd2, -1), True)
+        # a late resume (the waiter resumed long after the worker ended): its resume half is untraced
+        late = a.edge_attr("handoff", "evidence", None) == "late_resume"
+        add(2 * hs2 + 1, 2 * hd2 + rend, np.where(late, R["late_resume"], R["handoff_resume"]),
+            np.where(rend, hd2, -1), True)
     if src_l:
         return BoundaryEdges(np.concatenate(src_l), np.concatenate(dst_l), np.concatenate(role_l).astype(np.int8),
                              np.concatenate(own_l).astype(np.int64), np.concatenate(inf_l).astype(bool), parent)
@@ -187,10 +193,20 @@ def boundary_edges(a: GraphArrays) -> BoundaryEdges:
     return BoundaryEdges(e, e.copy(), np.empty(0, np.int8), e.copy(), np.empty(0, bool), parent)
 
 
-def edge_categories(a: GraphArrays, role: np.ndarray, own: np.ndarray, src: np.ndarray) -> np.ndarray:
+def edge_categories(a: GraphArrays, role: np.ndarray, own: np.ndarray, src: np.ndarray,
+                    parent: np.ndarray | None = None) -> np.ndarray:
     """The category code (index into :data:`CATEGORIES`) of every boundary edge: its
-    role's, with device activity spans split into compute / communication / memory and
-    blocking waits' spans (a leaf whose name blocks) ``untraced``."""
+    role's, refined per edge (docs/critical-path.md, "Categories"):
+
+    * device activity spans: compute / communication / memory;
+    * a blocking wait's span (a leaf whose name blocks): ``untraced``;
+    * own time (``leaf``/``first``/``gap``/``last``) of an annotation (a ``record_function``
+      range, :func:`opgraph.names.annotation_like`): ``untraced``, named by the annotation:
+      nothing the thread did is recorded in it;
+    * own time of a DataLoader's ``__next__`` and of the waits inside it
+      (:func:`opgraph.graph.tree.data_loading_owners`): ``data_loading``.
+
+    ``parent``: the host nest parent per node (computed when not given)."""
     rc = np.array([CAT[ROLE_CATEGORY[r]] for r in ROLES], dtype=np.int8)
     cat = rc[role]
     act_cat = np.full(a.n, CAT["gpu_compute"], dtype=np.int8)
@@ -201,4 +217,10 @@ def edge_categories(a: GraphArrays, role: np.ndarray, own: np.ndarray, src: np.n
     lf = np.flatnonzero(role == R["leaf"])
     blocked = blocking_waits(a)
     cat[lf[blocked[own[lf]]]] = CAT["untraced"]
+    own_time = np.flatnonzero(np.isin(role, (R["leaf"], R["first"], R["gap"], R["last"])) & (own >= 0))
+    if len(own_time):
+        o = own[own_time]
+        cat[own_time[annotation_like(a.kind, a.name)[o]]] = CAT["untraced"]
+        dl = data_loading_owners(a, parent)
+        cat[own_time[dl[o]]] = CAT["data_loading"]
     return cat

@@ -251,6 +251,14 @@ class WindowPath:
         return max(b, key=lambda c: b[c]) if self.path else "other"
 
     @property
+    def profiler_stop_tail_ns(self) -> int:
+        """Path time after the trace fell silent at the profiler's stop (ns;
+        :mod:`~opgraph.analysis.critical_path.stop_tail`), counted in ``untraced``."""
+        if isinstance(self.path, SegmentTable):
+            return int(self.path.dur[self.path.cols["edge"] == "profiler_stop_tail"].sum())
+        return int(sum(s.dur_ns for s in self.path if s.edge == "profiler_stop_tail"))
+
+    @property
     def inferred_ns(self) -> int:
         """Path time resting on inferred edges (ns)."""
         return int(_confidence(self.path)["inferred_ns"])
@@ -296,6 +304,7 @@ class WindowPath:
             "inferred_us": inferred / 1000.0,
             "inferred_pct": 100.0 * inferred / length if length else 0.0,
             "longest_wait": _wait_dict(conf["longest_wait"]),
+            "profiler_stop_tail_us": self.profiler_stop_tail_ns / 1000.0,
         }
         d["top_ops"], d["top_kernels"] = self._tops(10, length)
         if with_path:
@@ -409,6 +418,11 @@ class CriticalPathResult(TableResult):
     def summary(self) -> dict[str, Any]:
         return summarize_windows(self.windows, CATEGORIES)
 
+    def verdict(self) -> Any:
+        """The run verdict (:func:`opgraph.analysis.critical_path.verdict.run_verdict`)."""
+        from opgraph.analysis.critical_path.verdict import run_verdict
+        return run_verdict(self.windows, CATEGORIES)
+
     def to_dict(self, with_path: bool = True) -> dict[str, Any]:
-        return {"window_mode": self.window_mode, "summary": self.summary(),
+        return {"window_mode": self.window_mode, "run": self.verdict().to_dict(), "summary": self.summary(),
                 "windows": [w.to_dict(with_path) for w in self.windows]}

@@ -57,8 +57,8 @@ JS = r"""
 var D = JSON.parse(document.getElementById("opgraph-data").textContent);
 var NS = "http://www.w3.org/2000/svg";
 var tip = document.getElementById("tip");
-var CAT = {cpu:"#4e79a7", gpu_compute:"#59a14f", gpu_comm:"#b07aa1", gpu_memory:"#edc948",
-  launch_overhead:"#f28e2b", kernel_gap:"#9c755f", sync_wait:"#e15759", other:"#bab0ac"};
+// one colour per category and cause, and their order: the catalog (opgraph/time_categories.py)
+var CAT = D.categories.colours, PATH_CATS = D.categories.path, IDLE_CAUSES = D.categories.idle;
 var PALETTE = ["#4e79a7","#f28e2b","#59a14f","#e15759","#76b7b2","#edc948","#b07aa1","#ff9da7","#9c755f","#bab0ac"];
 
 function S(tag, attrs, parent){ var e = document.createElementNS(NS, tag);
@@ -261,16 +261,16 @@ function icicle(el, roots, unit){
 // ------------------------------------------------------------------ the charts of this report
 var charts = {};
 charts.cp_steps = function(el){ var cp = D.critical_path, ws = cp.windows;
-  var cats = Object.keys(CAT).filter(function(c){ return ws.some(function(w){ return w.breakdown_us[c] > 0; }); });
+  var cats = PATH_CATS.filter(function(c){ return ws.some(function(w){ return w.breakdown_us[c] > 0; }); });
   var seen = {}, labels = ws.map(function(w){ var k = w.name; seen[k] = (seen[k] || 0) + 1; return seen[k] > 1 ? k + " [" + seen[k] + "]" : k; });
-  return barChart(el, {labels: labels, unit: "µs", unitShort: "µs",
+  return barChart(el, {labels: labels, unit: "µs", unitShort: "µs", legend: true,
     series: cats.map(function(c){ return {name: c, color: CAT[c], values: ws.map(function(w){ return w.breakdown_us[c]; })}; }),
     extra: function(i){ return "<br>span " + fmt(ws[i].span_us) + " µs, bound by " + esc(ws[i].bound); }}); };
 charts.idle_streams = function(el){ var st = D.idle.streams;
   var labels = st.map(function(s){ return "GPU " + s.device + " · stream " + s.stream; });
-  var ser = [["host_wait_us", "host wait (CPU-induced)", "#e15759"], ["kernel_wait_us", "kernel wait", "#f28e2b"], ["other_us", "other", "#bab0ac"]];
-  return barChart(el, {labels: labels, unit: "idle µs", unitShort: "µs",
-    series: ser.map(function(s){ return {name: s[1], color: s[2], values: st.map(function(x){ return x[s[0]]; })}; }),
+  var causes = IDLE_CAUSES.filter(function(c){ return st.some(function(x){ return x.causes_us[c] > 0; }); });
+  return barChart(el, {labels: labels, unit: "idle µs", unitShort: "µs", legend: true,
+    series: causes.map(function(c){ return {name: c, color: CAT[c], values: st.map(function(x){ return x.causes_us[c]; })}; }),
     extra: function(i){ return "<br>busy " + fmt(st[i].busy_us) + " µs of span " + fmt(st[i].span_us) + " µs"; }}); };
 charts.idle_blame = function(el){ var b = D.idle.blame_top;
   return barChart(el, {labels: b.map(function(r){ return r.name; }), horizontal: true, unit: "µs blamed", unitShort: "µs",
