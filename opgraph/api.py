@@ -109,7 +109,8 @@ def _sources(*gs: Any) -> tuple[str, ...]:
                 got.append(src["file"])
             job = g.graph.get("job")
             if isinstance(job, dict):
-                got += [r["file"] for r in job.get("ranks") or () if isinstance(r, dict) and isinstance(r.get("file"), str)]
+                got += [r["file"] for r in job.get("ranks") or ()
+                        if isinstance(r, dict) and isinstance(r.get("file"), str)]
     return tuple(got)
 
 

@@ -19,6 +19,11 @@ import orjson
 #: An integer literal of 20 digits or more outside a string's digits run: the only ones a
 #: 64-bit integer may not hold (int64 has 19 digits; uint64 up to 20).
 BIG_INT_RE = re.compile(rb"(?<![\w.\\])-?\d{20,}(?![\d.eE])")
+#: Every digit mapped to ``0`` (other bytes unchanged): a run of 20 digits is then one
+#: substring search, about a tenth of orjson's parse of the same bytes (a regex scan took
+#: two and a half times the parse).
+_DIGITS = bytes.maketrans(b"0123456789", b"0" * 10)
+_RUN = b"0" * 20
 _U64 = 2 ** 64
 _I64 = -(2 ** 63)
 
@@ -41,6 +46,12 @@ class ExactNumber(float):
 def _int(text: str) -> Any:
     v = int(text)
     return v if _I64 <= v < _U64 else ExactNumber(text)
+
+
+def may_hold_big_int(data: bytes) -> bool:
+    """Whether ``data`` holds a run of 20 digits (fast; :data:`BIG_INT_RE` then says
+    whether it is an integer literal beyond 64 bits)."""
+    return data.translate(_DIGITS).find(_RUN) >= 0
 
 
 def exact_loads(text: bytes | str) -> Any:

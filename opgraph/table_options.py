@@ -63,6 +63,20 @@ def check_table_files(out: TableFiles, as_json: bool, inputs: tuple[str, ...]) -
                                            "give --csv a folder, or drop --json")
     if out.xlsx is not None:
         check_output_path(out.xlsx, inputs)
+    # the CSV and Parquet files are <stem>.<table>.<ext>; the table names come with the
+    # results, so an input of that form in the folder is refused now (write_frames checks
+    # every name again before the first write)
+    from opgraph.outfiles import protected_inputs
+
+    name = stem(inputs[-1]) if inputs else ""
+    for folder, ext in ((out.csv, "csv"), (out.parquet, "parquet")):
+        if not name or folder is None or folder == "-" or not os.path.isdir(folder):
+            continue
+        for q in protected_inputs(inputs):
+            base = os.path.basename(q)
+            if base.startswith(f"{name}.") and base.endswith(f".{ext}") and os.path.exists(q) and \
+                    os.path.samefile(os.path.dirname(os.path.abspath(q)), folder):
+                check_output_path(q, inputs)
 
 
 def table_file_options(f: Callable[..., Any]) -> Callable[..., Any]:

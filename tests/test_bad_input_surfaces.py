@@ -75,6 +75,12 @@ def test_table_outputs_never_replace_the_device_file(cli, tmp_path: Path) -> Non
     r = cli(["report", str(t), "--device-file", str(named), "--csv", str(tmp_path)])
     assert_one_line_error(r, named, "device file")
     assert json.loads(named.read_text())["devices"][0]["name"] == "H100 SXM"
+    # refused before any work: the trace is not even read
+    missing = tmp_path / "m.json"                   # does not exist
+    named2 = device_file(tmp_path, name="m.report_kernel.csv")
+    for out in (["--csv", str(tmp_path)], ["--xlsx", str(named2)]):
+        r = cli(["report", str(missing), "--device-file", str(named2), *out])
+        assert_one_line_error(r, named2, "device file")
 
 
 def test_table_outputs_never_replace_the_env_device_file(cli, tmp_path: Path,

@@ -246,10 +246,11 @@ def read_input(path: str | Path, format: str | None = None, step=None, model: bo
         from opgraph.ingest import parse_trace_doc
         doc = parse_trace_doc(src)
         if format is None and detect_format(src.data, doc) == "opgraph-graph":
-            from opgraph.exact_json import BIG_INT_RE, exact_loads
+            from opgraph.exact_json import BIG_INT_RE, exact_loads, may_hold_big_int
             from opgraph.schemas_util import validation_error
 
-            if BIG_INT_RE.search(src.data):  # rare: args integers beyond 64 bits, read exact
+            # rare: args integers beyond 64 bits, read exact
+            if may_hold_big_int(src.data) and BIG_INT_RE.search(src.data):
                 try:
                     doc = exact_loads(src.data)
                 except (ValueError, RecursionError):

@@ -27,7 +27,7 @@ import pandas as pd
 import orjson
 
 from opgraph.errors import OpgraphInputError
-from opgraph.exact_json import BIG_INT_RE, exact_loads
+from opgraph.exact_json import BIG_INT_RE, exact_loads, may_hold_big_int
 
 #: The keys read from args to link events (the Kineto reader's linking keys and the
 #: forward/backward keys of the graph builder), each with the other spelling read where it
@@ -147,7 +147,7 @@ class RawArgs:
             if len(doc) != 1 or len(doc[0]) != 1:   # text that closes the nesting early
                 raise orjson.JSONDecodeError("args text closes the events array early", "", 0)
             vals = doc[0][0]
-            if BIG_INT_RE.search(arr):   # rare: integers beyond 64 bits, kept exact
+            if may_hold_big_int(arr):   # rare: integers beyond 64 bits, kept exact
                 self._exact(vals, np.arange(a, a + len(vals)))
             out += vals
         return out
@@ -179,7 +179,7 @@ class RawArgs:
         parts = [view[s:e] for s, e in zip(self.offsets[idx].tolist(), (self.offsets[idx + 1] - 1).tolist())]
         text = b"".join((b"[[[", b",".join(parts), b"]]]"))
         vals = orjson.loads(text)[0][0]
-        if BIG_INT_RE.search(text):
+        if may_hold_big_int(text):
             self._exact(vals, idx)
         return vals
 
