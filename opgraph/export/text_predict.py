@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from opgraph.export.console import styled
-from opgraph.export.numbers import share
+from opgraph.export.numbers import share, us
 
 
 def render_predict(doc: dict[str, Any], con: Console, perfetto: str | None = None) -> None:
@@ -31,15 +31,15 @@ def render_predict(doc: dict[str, Any], con: Console, perfetto: str | None = Non
         t.add_column(c, justify=j, no_wrap=True)
     for st in doc["steps"][:200]:
         if st["predicted_us"] is None:
-            t.add_row(st["name"], f"{st['measured_us']:,.1f}", "-", "-", "-", st["measured_bound"])
+            t.add_row(st["name"], us(st['measured_us']), "-", "-", "-", st["measured_bound"])
             continue
-        t.add_row(st["name"], f"{st['measured_us']:,.1f}", f"{st['predicted_us']:,.1f}", f"{st['delta_pct']:+.2f}",
+        t.add_row(st["name"], us(st['measured_us']), us(st['predicted_us']), f"{st['delta_pct']:+.2f}",
                   f"{share(st['measured_gpu_busy_us'], st['measured_us'])} → "
                   f"{share(st['predicted_gpu_busy_us'], st['predicted_us'])}",
                   _bound(st["measured_bound"], st["predicted_bound"]))
     if len(doc["steps"]) > 200:
         t.add_row(f"… {len(doc['steps']) - 200} more", "", "", "", "", "")
-    t.add_row(styled(("total", "bold")), f"{s['measured_us']:,.1f}", f"{s['predicted_us']:,.1f}", f"{s['delta_pct']:+.2f}",
+    t.add_row(styled(("total", "bold")), us(s['measured_us']), us(s['predicted_us']), f"{s['delta_pct']:+.2f}",
               "", _bound(s["measured_bound"], s["predicted_bound"]))
     con.print(t)
     if doc["mode"] == "replay":
@@ -47,22 +47,22 @@ def render_predict(doc: dict[str, Any], con: Console, perfetto: str | None = Non
                   f"mean {s['step_error_pct']['mean']:.4f} %")
     if s.get("speedup"):
         con.print(f"speedup (summed step time): {s['speedup']:.3f}x; makespan {s['makespan_measured_us']:,.1f} → "
-                  f"{s['makespan_predicted_us']:,.1f} µs")
+                  f"{us(s['makespan_predicted_us'])} µs")
     b = Table(title="critical-path composition (all windows, µs)")
     for c, j in (("category", "left"), ("measured", "right"), ("predicted", "right"), ("Δ", "right")):
         b.add_column(c, justify=j)
     for c, v in s["measured_breakdown_us"].items():
         p = s["predicted_breakdown_us"][c]
         if v or p:
-            b.add_row(c, f"{v:,.1f}", f"{p:,.1f}", f"{p - v:+,.1f}")
+            b.add_row(c, us(v), us(p), f"{p - v:+,.1f}")
     if b.row_count:
         con.print(b)
     g = Table(title="GPU busy / idle (µs)")
     for c in ("device", "busy meas", "busy pred", "idle meas", "idle pred", "busy % pred"):
         g.add_column(c, justify="right")
     for d in doc["gpu"]:
-        g.add_row(str(d["device"]), f"{d['measured']['busy_us']:,.1f}", f"{d['predicted']['busy_us']:,.1f}",
-                  f"{d['measured']['idle_us']:,.1f}", f"{d['predicted']['idle_us']:,.1f}",
+        g.add_row(str(d["device"]), us(d['measured']['busy_us']), us(d['predicted']['busy_us']),
+                  us(d['measured']['idle_us']), us(d['predicted']['idle_us']),
                   f"{d['predicted']['busy_pct']:.1f}")
     if doc["gpu"]:
         con.print(g)
@@ -108,8 +108,8 @@ def render_predict_et(doc: dict[str, Any], et: str, con: Console) -> None:
         t.add_column(c, justify="right")
     for it in doc["iterations"]:
         s = it["ops_by_source"]
-        t.add_row(str(it["step"]) if it["step"] >= 0 else "-", f"{it['e2e_us']:,.1f}", f"{it['cpu_us']:,.1f}",
-                  f"{it['gpu_active_us']:,.1f}", f"{it['data_loading_us']:,.1f}", str(it["ops"]), str(s["lookup"]),
+        t.add_row(str(it["step"]) if it["step"] >= 0 else "-", us(it['e2e_us']), us(it['cpu_us']),
+                  us(it['gpu_active_us']), us(it['data_loading_us']), str(it["ops"]), str(s["lookup"]),
                   str(s["analytic"]), str(s["roofline"]), str(s["lookup_name"]), str(s["cpu_only"]), str(s["unmodelled"]))
     con.print(t)
     sm = doc["summary"]
