@@ -49,7 +49,7 @@ def _frame_docs(G) -> dict:
     from opgraph.analysis.iterations import data_markers_of, graph_frame, iterations_doc
     from opgraph.analysis.kernel_stats import kernel_stats
     from opgraph.analysis.memory_bw import memory_bandwidth
-    from opgraph.analysis.recommendations import recommendations
+    from opgraph.predict.recommendations import recommendations
     from opgraph.analysis.shapes import shapes
     from opgraph.analysis.memory_timeline import memory_timeline
     from opgraph.analysis.multistream import summary_doc

@@ -135,5 +135,14 @@ def idle_cmd(input: str, kernel_wait_us: float, top: int, as_json: bool, csv_dir
         return
     G = load_input(input, rank=rank, model=True)
     res = idle_time(G, kernel_wait_us=kernel_wait_us)
-    emit_result(input, res.tables, csv_dir, as_json, lambda: res.to_dict(top=top), "idle.schema.json",
-                lambda: render_idle(res, console(), top=top))
+    from opgraph.analysis.busy_windows import idle_document
+    from opgraph.export.text import render_busy_windows
+
+    doc = idle_document(G, res, top=top)
+
+    def show() -> None:
+        con = console()
+        render_idle(res, con, top=top)
+        render_busy_windows(doc["windows"], con)
+
+    emit_result(input, res.tables, csv_dir, as_json, lambda: doc, "idle.schema.json", show)

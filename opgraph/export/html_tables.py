@@ -129,7 +129,7 @@ def _sequences(G: AnyGraph, shared: Shared) -> Any:
 def _advise(G: AnyGraph, shared: Shared) -> Any:
     """``opgraph advise --json``, reusing the documents of the other sections made with the
     same options (so it is computed after them)."""
-    from opgraph.analysis.recommendations import recommendations
+    from opgraph.predict.recommendations import recommendations
     given = {"cp": shared.get("critical_path"), "launch": shared.get("launch_stats"), "overlap": shared.get("overlap"),
              "copies": shared.get("memory_bw"), "memory": shared.get("memory"), "shapes": shared.get("shapes")}
     return recommendations(G, given).to_dict()

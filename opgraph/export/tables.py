@@ -203,6 +203,9 @@ def render_summary(doc: dict[str, Any], console: Console) -> None:
     if doc["devices"]:
         console.print(t)
         console.print("busy = union of activity intervals; idle = window − busy; overlap = Σ stream active − busy")
+        from opgraph.export.text import render_busy_windows
+
+        render_busy_windows(doc.get("windows"), console)
     else:
         console.print(f"GPU per device: {NO_GPU}")
     t = Table(title="Streams", title_justify="left")

@@ -251,12 +251,32 @@ def render_idle(res, console: Console, top: int = 15) -> None:
         print_table(console, t, NO_BLAME)
 
 
+def render_busy_windows(doc: dict[str, Any] | None, console: Console) -> None:
+    """The windows GPU busy / idle are taken over, reconciled per device
+    (:func:`opgraph.analysis.busy_windows.busy_windows`; µs)."""
+    if not doc or not doc["devices"]:
+        return
+    t = Table(title="Windows (µs): steps' window = GPU span + lead-in + tail. `idle` counts busy over the GPU span, "
+                    "`summary` over the steps' window; idle (steps) = idle (GPU span) + lead-in + tail + busy "
+                    "outside the steps", title_justify="left")
+    for c in ("device", "GPU span", "busy", "busy % of GPU span", "lead-in", "tail", "steps' window", "busy in steps",
+              "busy % of steps", "busy outside steps"):
+        t.add_column(c, justify="right")
+    for d in doc["devices"]:
+        t.add_row(str(d["device"]), us(d["gpu_span_us"]), us(d["busy_gpu_span_us"]), f"{d['busy_pct_gpu_span']:.1f}",
+                  us(d["lead_in_us"]), us(d["tail_us"]), us(d["steps_span_us"]), us(d["busy_steps_us"]),
+                  f"{d['busy_pct_steps']:.1f}", us(d["busy_outside_steps_us"]))
+    console.print(t)
+
+
 def render_overlap(df: Any, console: Console) -> None:
     """The ``overlap`` table (µs; one row per window and device)."""
     if not len(df):
         console.print(f"overlap: {NO_GPU}")
         return
-    t = Table(title="GPU time per window and device (µs): compute + exposed comm + exposed memory + idle = span",
+    t = Table(title="GPU time per window and device (µs): compute + exposed comm + exposed memory + idle = span. "
+                    "Window: per step, first to last activity launched in it ('all': the whole trace); `idle` uses "
+                    "the GPU span, `summary` the steps' window (their Windows table reconciles the two)",
               title_justify="left")
     cols = ([("rank", "rank")] if "rank" in df.columns else []) + [
             ("window", "window"), ("device", "dev"), ("span_us", "span"), ("compute_us", "compute"),
