@@ -258,11 +258,15 @@ def _free_host() -> list[Any]:
     return [Transform("scale_cpu", pattern=".*", factor=0.0), Transform("launch_overhead", value_ns=0)]
 
 
-def _launch_bound(x: _Inputs) -> list[Finding]:
+def _on_path(x: _Inputs, *categories: str) -> tuple[dict[str, Any], float, float]:
+    """The critical path's summary, the time of ``categories`` on it (µs) and its share (%)."""
     s = x.cp()["summary"]
-    b = s["breakdown_us"]
-    host = b.get("cpu", 0.0) + b.get("launch_overhead", 0.0)
-    pct = _pct(host, s["length_us"])
+    t = sum(s["breakdown_us"].get(c, 0.0) for c in categories)
+    return s, t, _pct(t, s["length_us"])
+
+
+def _launch_bound(x: _Inputs) -> list[Finding]:
+    s, host, pct = _on_path(x, "cpu", "launch_overhead")
     if pct < LAUNCH_BOUND_PCT:
         return []
     ls = x.launch()["summary"] if x.device_kind()["gpu_api"] else {}
@@ -323,10 +327,8 @@ def _idle_rules(x: _Inputs) -> list[Finding]:
 def _stream_wait(x: _Inputs) -> list[Finding]:
     from opgraph.predict import Transform
 
-    s = x.cp()["summary"]
+    s, wait, pct = _on_path(x, "device_wait", "sync_wait")
     b = s["breakdown_us"]
-    wait = b.get("device_wait", 0.0) + b.get("sync_wait", 0.0)
-    pct = _pct(wait, s["length_us"])
     if pct < WAIT_PCT:
         return []
     lw = s.get("longest_wait") or {}
@@ -397,9 +399,7 @@ def _pageable(x: _Inputs) -> list[Finding]:
 
 
 def _untraced(x: _Inputs) -> list[Finding]:
-    s = x.cp()["summary"]
-    u = s["breakdown_us"].get("untraced", 0.0)
-    pct = _pct(u, s["length_us"])
+    _, u, pct = _on_path(x, "untraced")
     if pct < UNTRACED_PCT:
         return []
     return [Finding("untraced_time", None, pct,
