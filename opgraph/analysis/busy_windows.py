@@ -109,7 +109,12 @@ def busy_windows(G: AnyGraph | GraphFrame, step_regex: str | None = None,
     return BusyWindows(rows, w.steps.source, len(w.steps))
 
 
-def idle_document(G: AnyGraph, res: Any, top: int = 15) -> dict[str, Any]:
-    """``opgraph idle --json``: the idle result ``res`` (:func:`opgraph.analysis.idle.idle_time`
-    of ``G``) with the reconciling ``windows`` (the report's idle section is the same)."""
-    return {**res.to_dict(top=top), "windows": busy_windows(G).to_dict()}
+def idle_with_windows(G: AnyGraph, kernel_wait_us: float = 30.0) -> Any:
+    """``opgraph idle``: :func:`opgraph.analysis.idle.idle_time` of ``G`` with the
+    reconciling windows table attached (``to_dict()['windows']``; the report's idle section
+    and every rank of a job get the same)."""
+    from opgraph.analysis.idle import idle_time
+
+    res = idle_time(G, kernel_wait_us=kernel_wait_us)
+    res.windows = busy_windows(G).to_dict()
+    return res

@@ -84,13 +84,12 @@ def report_data(G: AnyGraph, batch_size: int | None = None, device: str | None =
             notes.append(f"{name}: left out ({type(e).__name__}: {e})")
 
     from opgraph.analysis.critical_path import critical_path
-    from opgraph.analysis.busy_windows import idle_document
-    from opgraph.analysis.idle import idle_time
+    from opgraph.analysis.busy_windows import idle_with_windows
     from opgraph.analysis.info import trace_info
 
     section("info", lambda: trace_info(G))
     section("critical_path", lambda: critical_path(G).to_dict(with_path=False))
-    section("idle", lambda: idle_document(G, idle_time(G, kernel_wait_us=30.0), top=15))
+    section("idle", lambda: idle_with_windows(G, kernel_wait_us=30.0).to_dict(top=15))
 
     frame: dict[str, Any] = {}
 
