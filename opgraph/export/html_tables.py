@@ -141,9 +141,11 @@ COMPUTED_LAST = frozenset({"advise"})
 
 TABLE_SECTIONS: tuple[SectionSpec, ...] = (
     SectionSpec("advise", "What to try next", ("advise", "--json"), _advise, (
-        TableSpec("findings", "Rules over the analyses below that fired, largest time at stake first "
-                              "(docs/recommendations.md)", (
+        TableSpec("findings", "Rules over the analyses below that fired, largest time at stake first; at stake = "
+                              "min(what-if gain, time it could remove) (docs/recommendations.md)", (
             ("rule", "rule", "s"), ("impact_us", "at stake µs", "n"), ("impact_pct", "%", "p"),
+            ("removable_us", "could remove µs", "n"), ("whatif", "what-if", "s"),
+            ("whatif_gain_us", "what-if gain µs", "n"),
             ("finding", "finding", "s"), ("try", "try", "s"), ("see", "see", "s"))),),
         "no rule fired (docs/recommendations.md)"),
     SectionSpec("overlap", "Compute, communication and memory overlap", ("overlap", "--json"), _overlap, (
