@@ -24,7 +24,7 @@ from opgraph.version import GRAPH_SCHEMA_VERSION, __version__
 __all__ = [
     "Report", "load", "build", "save", "example_trace", "info", "critical_path", "idle", "breakdown",
     "iterations", "summary", "overheads", "roofline", "report", "diff", "what_if", "stragglers", "comm_overlap",
-    "memory_bandwidth", "collectives", "launch_stats", "queue_length", "gpu_categories",
+    "busy_windows", "memory_bandwidth", "collectives", "launch_stats", "queue_length", "gpu_categories",
     "memory_timeline", "cupti_counters", "advise", "shapes", "kernel_stats", "kernel_sequences",
     "export_perfetto", "export_graphviz", "report_html", "plot", "graph_tables", "export_tables", "TraceGraph",
     "OpgraphInputError",

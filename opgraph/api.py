@@ -45,7 +45,7 @@ PathLike = str | os.PathLike[str]
 __all__ = [
     "Report", "load", "build", "save", "example_trace", "info", "critical_path", "idle", "breakdown",
     "iterations", "summary", "overheads", "roofline", "report", "diff", "what_if", "stragglers", "comm_overlap",
-    "memory_bandwidth", "collectives", "launch_stats", "queue_length", "gpu_categories", "memory_timeline",
+    "busy_windows", "memory_bandwidth", "collectives", "launch_stats", "queue_length", "gpu_categories", "memory_timeline",
     "cupti_counters", "advise", "shapes", "kernel_stats", "kernel_sequences",
     "export_perfetto", "export_graphviz", "report_html", "plot", "graph_tables", "export_tables", "TraceGraph",
 ]
@@ -347,6 +347,24 @@ def comm_overlap(G: nx.DiGraph | PathLike, window: str | None = None) -> Any:
     return _overlap(_columns(G), window)
 
 
+def busy_windows(G: nx.DiGraph | PathLike, step_regex: str | None = None) -> Any:
+    """GPU busy and idle per device over the GPU span (``idle``'s window) and over the
+    steps' window (``summary``'s), reconciled: steps' window = GPU span + lead-in + tail
+    (a :class:`~opgraph.analysis.busy_windows.BusyWindows`; docs/idle.md, "Windows").
+
+    Examples
+    --------
+    >>> import opgraph
+    >>> w = opgraph.busy_windows(opgraph.example_trace("cpu_bound")).to_frame().iloc[0]
+    >>> bool(w["steps_span_us"] == w["gpu_span_us"] + w["lead_in_us"] + w["tail_us"])
+    True
+    """
+    from opgraph.analysis.busy_windows import busy_windows as _busy
+    from opgraph.analysis.iterations import data_markers_of
+
+    return _busy(_columns(G), step_regex, data_markers_of(None))
+
+
 def memory_bandwidth(G: nx.DiGraph | PathLike) -> Any:
     """Bytes, time and GB/s of memory copies and sets per device and kind (``opgraph
     memory-bw``; a :class:`~opgraph.analysis.memory_bw.MemoryBandwidth`).
@@ -448,15 +466,15 @@ def cupti_counters(G: nx.DiGraph | PathLike) -> Any:
 def advise(G: nx.DiGraph | PathLike) -> Any:
     """What to try next: rules over the other analyses, each finding with the time at stake
     and its numbers (``opgraph advise``; a
-    :class:`~opgraph.analysis.recommendations.Recommendations`; µs).
+    :class:`~opgraph.predict.recommendations.Recommendations`; µs).
 
     Examples
     --------
     >>> import opgraph
     >>> opgraph.advise(opgraph.example_trace("cpu_bound")).to_frame()["rule"].tolist()[:2]
-    ['launch_bound', 'cpu_induced_idle']
+    ['cpu_induced_idle', 'launch_bound']
     """
-    from opgraph.analysis.recommendations import recommendations
+    from opgraph.predict.recommendations import recommendations
 
     return recommendations(_columns(G))
 

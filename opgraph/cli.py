@@ -68,8 +68,15 @@ class _Group(click.Group):
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="opgraph")
-def main() -> None:
+@click.option("--full-names", "full_names", is_flag=True, envvar="OPGRAPH_FULL_NAMES",
+              help="Print kernel names whole in tables (by default long C++ names print short; JSON, CSV and "
+                   "the other table files always hold the full names).")
+@click.pass_context
+def main(ctx: click.Context, full_names: bool) -> None:
     """Profiler traces as a typed NetworkX DAG: build, inspect, analyse, export."""
+    from opgraph.commands.base import FULL_NAMES_KEY
+
+    ctx.meta[FULL_NAMES_KEY] = full_names
 
 
 #: The commands, in the order of the reading: build and inspect, analyse, export.

@@ -129,6 +129,9 @@ class IdleResult(TableResult):
     #: ``start_ns``, ``end_ns``, its time per cause (:data:`CAUSES`, ns) and ``held_by`` (eid
     #: of what held a device wait, -1).
     gaps: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: The reconciling windows table (:func:`opgraph.analysis.busy_windows.idle_with_windows`
+    #: sets it; ``to_dict`` carries it under ``windows``).
+    windows: dict[str, Any] | None = None
 
     @property
     def cpu_induced_idle_ns(self) -> int:
@@ -184,7 +187,8 @@ class IdleResult(TableResult):
                 "streams": [s.to_dict() for s in self.streams],
                 "cpu_induced_idle_us": self.cpu_induced_idle_ns / 1e3,
                 "blame_total_us": float(self.blame_events["blame_ns"].sum()) / 1e3 if len(self.blame_events) else 0.0,
-                "blame_leaf": rows("leaf"), "blame_top": rows("top")}
+                "blame_leaf": rows("leaf"), "blame_top": rows("top"),
+                **({"windows": self.windows} if self.windows is not None else {})}
 
 
 def _thread_segments(a: GraphArrays, members: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -168,8 +168,11 @@ def summary_doc(G: AnyGraph | GraphFrame, batch_size: int | None = None, step_re
     Returns
     -------
     dict
-        ``window`` (steps, data loading, host runtime), ``step_time_us`` (host runtime /
-        steps), ``qps``, ``devices`` (busy/idle/overlap per device), ``streams``.
+        ``window`` (steps, data loading, host runtime), ``windows`` (busy and idle over the
+        GPU span and the steps' window, reconciled:
+        :func:`opgraph.analysis.busy_windows.busy_windows`), ``step_time_us`` (host runtime
+        / steps), ``qps``, ``devices`` (busy/idle/overlap per device, over the steps'
+        window), ``streams``.
     """
     f = frame_of(G)
     w = analysis_window(f, step_regex, data_markers)
@@ -195,9 +198,12 @@ def summary_doc(G: AnyGraph | GraphFrame, batch_size: int | None = None, step_re
     q = None
     if batch_size is not None and n_steps and rt_us > 0:
         q = qps(n_steps, batch_size, rt_us)
+    from opgraph.analysis.busy_windows import busy_windows  # it reads device_stats from here
+
     return {
         "source": {"file": src.get("file"), "sha256": src.get("sha256")},
         "window": w.to_dict(),
+        "windows": busy_windows(f, step_regex, data_markers).to_dict(),
         "steps": n_steps,
         "step_time_us": rt_us / n_steps if n_steps else None,
         "batch_size": batch_size,

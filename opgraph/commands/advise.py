@@ -1,5 +1,5 @@
 """``opgraph advise``: what to try next, each finding citing its numbers
-(opgraph/analysis/recommendations.py, docs/recommendations.md)."""
+(opgraph/predict/recommendations.py, docs/recommendations.md)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from opgraph.table_options import TableFiles, table_file_options
 def advise_cmd(input: str, as_json: bool, csv_dir: TableFiles | None, rank: int | None = None) -> None:
     """Rules over the critical path, idle causes, launches, overlap, copies and memory that
     say what to try next, each with the time at stake and the numbers behind it."""
-    from opgraph.analysis.recommendations import recommendations
+    from opgraph.predict.recommendations import recommendations
     from opgraph.export.text_advise import render_advise
 
     res = recommendations(load_input(input, rank=rank, model=True))

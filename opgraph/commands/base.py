@@ -26,13 +26,19 @@ TIME_UNIT_KEY = "opgraph.time_unit"
 ORDINAL_UNIT = "ticks"
 
 
+#: Where ``opgraph --full-names`` is left for :func:`console`.
+FULL_NAMES_KEY = "opgraph.full_names"
+
+
 def console():
     """The console a command prints through (:func:`opgraph.export.console.make_console`),
-    with "µs" printed as the loaded graph's own unit when its times are not µs."""
+    with "µs" printed as the loaded graph's own unit when its times are not µs, and kernel
+    names whole with ``opgraph --full-names``."""
     from opgraph.export.console import make_console
 
     ctx = click.get_current_context(silent=True)
-    return make_console(time_unit=ctx.find_root().meta.get(TIME_UNIT_KEY) if ctx is not None else None)
+    meta = ctx.find_root().meta if ctx is not None else {}
+    return make_console(time_unit=meta.get(TIME_UNIT_KEY), full_names=bool(meta.get(FULL_NAMES_KEY)))
 
 
 def rank_option(f: Callable) -> Callable:

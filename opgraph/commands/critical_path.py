@@ -128,7 +128,10 @@ def critical_path_cmd(input: str, window: str | None, as_json: bool, no_path: bo
     def render() -> None:
         con = console()
         verdict = res.verdict()
-        render_run_verdict(verdict, category_gains(G, verdict.shares) if with_gains else None, con)
+        skipped: list[str] = []
+        render_run_verdict(verdict, category_gains(G, verdict.shares, skipped=skipped) if with_gains else None, con)
+        for n in skipped:
+            con.print(f"note: {n}")
         if not summary_only:
             con.print()
             render_critical_path(res, con, top=top)
@@ -147,15 +150,23 @@ def critical_path_cmd(input: str, window: str | None, as_json: bool, no_path: bo
 def idle_cmd(input: str, kernel_wait_us: float, top: int, as_json: bool, csv_dir: TableFiles | None,
              rank: int | None = None, scheduler: str | None = None, workers: int | None = None) -> None:
     """GPU idle time per device and stream, CPU-induced idle, and the CPU ops to blame."""
-    from opgraph.analysis.idle import idle_time
-    from opgraph.export.text import render_idle
+    from opgraph.analysis.busy_windows import idle_with_windows
+    from opgraph.export.text import render_busy_windows, render_idle
+
+    def show_one(res, con) -> None:
+        render_idle(res, con, top=top)
+        render_busy_windows(res.windows, con)
 
     if is_multirank_input([input]) or scheduler:  # a job's rank traces: one task per rank
-        per_rank_command(input, idle_time, {"kernel_wait_us": kernel_wait_us}, csv_dir, as_json, "idle.schema.json",
-                         lambda res: res.to_dict(top=top), lambda res, con: render_idle(res, con, top=top),
-                         workers, scheduler, rank, model=True)
+        per_rank_command(input, idle_with_windows, {"kernel_wait_us": kernel_wait_us}, csv_dir, as_json,
+                         "idle.schema.json", lambda res: res.to_dict(top=top), show_one, workers, scheduler, rank,
+                         model=True)
         return
     G = load_input(input, rank=rank, model=True)
-    res = idle_time(G, kernel_wait_us=kernel_wait_us)
-    emit_result(input, res.tables, csv_dir, as_json, lambda: res.to_dict(top=top), "idle.schema.json",
-                lambda: render_idle(res, console(), top=top))
+    res = idle_with_windows(G, kernel_wait_us=kernel_wait_us)
+    doc = res.to_dict(top=top)
+
+    def show() -> None:
+        show_one(res, console())
+
+    emit_result(input, res.tables, csv_dir, as_json, lambda: doc, "idle.schema.json", show)

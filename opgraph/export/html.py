@@ -85,13 +85,13 @@ def report_data(G: AnyGraph, batch_size: int | None = None, device: str | None =
             notes.append(f"{name}: left out ({type(e).__name__}: {e})")
 
     from opgraph.analysis.critical_path import critical_path
-    from opgraph.analysis.idle import idle_time
+    from opgraph.analysis.busy_windows import idle_with_windows
     from opgraph.analysis.info import trace_info
     from opgraph.predict.gains import path_document
 
     section("info", lambda: trace_info(G))
     section("critical_path", lambda: path_document(G, critical_path(G), with_path=False))
-    section("idle", lambda: idle_time(G, kernel_wait_us=30.0).to_dict(top=15))
+    section("idle", lambda: idle_with_windows(G, kernel_wait_us=30.0).to_dict(top=15))
 
     frame: dict[str, Any] = {}
 
@@ -162,10 +162,14 @@ def _cards(data: dict[str, Any]) -> str:
         card("Step time", _num(data, "summary", "step_time_us", " µs"),
              f'{_num(data, "summary", "steps")} step(s), {_esc(w["step_source"])}; data loading '
              f'{_num(data, "summary", "window/data_loading_us", " µs")} excluded', "step_time")
-        for i, d in enumerate(s["devices"]):
-            card(f"GPU {d['device']} busy", _num(data, "summary", f"devices/{i}/busy_pct", " %", pct=True),
-                 f'union of activities over the steps\' span ({_num(data, "summary", f"devices/{i}/span_us", " µs")})',
-                 f"gpu_busy_{d['device']}")
+        wins = (s.get("windows") or {}).get("devices") or []
+        for i, d in enumerate(wins):  # one place: summary's reconciling windows table
+            card(f"GPU {d['device']} busy", _num(data, "summary", f"windows/devices/{i}/busy_pct_steps", " %", pct=True),
+                 f'of the steps\' window ({_num(data, "summary", f"windows/devices/{i}/steps_span_us", " µs")}); '
+                 f'{_num(data, "summary", f"windows/devices/{i}/busy_pct_gpu_span", " %", pct=True)} of the GPU span '
+                 f'({_num(data, "summary", f"windows/devices/{i}/gpu_span_us", " µs")}) = steps\' window − lead-in '
+                 f'{_num(data, "summary", f"windows/devices/{i}/lead_in_us", " µs")} − tail '
+                 f'{_num(data, "summary", f"windows/devices/{i}/tail_us", " µs")}', f"gpu_busy_{d['device']}")
         if s.get("qps") is not None:
             card("QPS", _num(data, "summary", "qps", nd=2),
                  f'batch size {_num(data, "summary", "batch_size")} × steps / host runtime', "qps")

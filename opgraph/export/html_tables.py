@@ -129,7 +129,7 @@ def _sequences(G: AnyGraph, shared: Shared) -> Any:
 def _advise(G: AnyGraph, shared: Shared) -> Any:
     """``opgraph advise --json``, reusing the documents of the other sections made with the
     same options (so it is computed after them)."""
-    from opgraph.analysis.recommendations import recommendations
+    from opgraph.predict.recommendations import recommendations
     given = {"cp": shared.get("critical_path"), "launch": shared.get("launch_stats"), "overlap": shared.get("overlap"),
              "copies": shared.get("memory_bw"), "memory": shared.get("memory"), "shapes": shared.get("shapes")}
     return recommendations(G, given).to_dict()
@@ -141,9 +141,11 @@ COMPUTED_LAST = frozenset({"advise"})
 
 TABLE_SECTIONS: tuple[SectionSpec, ...] = (
     SectionSpec("advise", "What to try next", ("advise", "--json"), _advise, (
-        TableSpec("findings", "Rules over the analyses below that fired, largest time at stake first "
-                              "(docs/recommendations.md)", (
+        TableSpec("findings", "Rules over the analyses below that fired, largest time at stake first; at stake = "
+                              "min(what-if gain, time it could remove) (docs/recommendations.md)", (
             ("rule", "rule", "s"), ("impact_us", "at stake µs", "n"), ("impact_pct", "%", "p"),
+            ("removable_us", "could remove µs", "n"), ("whatif", "what-if", "s"),
+            ("whatif_gain_us", "what-if gain µs", "n"),
             ("finding", "finding", "s"), ("try", "try", "s"), ("see", "see", "s"))),),
         "no rule fired (docs/recommendations.md)"),
     SectionSpec("overlap", "Compute, communication and memory overlap", ("overlap", "--json"), _overlap, (

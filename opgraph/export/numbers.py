@@ -57,8 +57,28 @@ def si(v: Any, unit: str = "") -> str:
 
 
 def us(v: float | None) -> str:
-    """µs with up to three decimals (ns digits), trailing zeros dropped; ``""`` when missing."""
-    return "" if v is None else f"{v:,.3f}".rstrip("0").rstrip(".") if abs(v) < 1e15 else str(v)
+    """A time in µs without needless decimals: whole µs from 100 up (``12,345``), one
+    decimal from 10 (``12.3``), two below (``0.85``; trailing zeros dropped); ``""`` when
+    missing. The full values are in the JSON and CSV outputs."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    a = abs(v)
+    if a >= 1e15:
+        return str(v)
+    if a >= 100 or v == int(v):
+        return f"{v:,.0f}"
+    return f"{v:,.1f}" if a >= 10 else f"{v:,.2f}".rstrip("0").rstrip(".")
+
+
+def ms(v_us: float | None, unit: str | None = None) -> str:
+    """A time given in µs for a sentence: ``12.3 ms`` from 10 ms up, else ``µs`` (``us``
+    rules); ``unit`` (e.g. ``"ticks"``, an execution trace's ordinal time) is printed as it
+    is, never converted."""
+    if v_us is None:
+        return ""
+    if unit:
+        return f"{us(v_us)} {unit}"
+    return f"{v_us / 1e3:,.1f} ms" if abs(v_us) >= 1e4 else f"{us(v_us)} µs"
 
 
 def pct(v: float | None) -> str:

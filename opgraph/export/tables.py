@@ -8,34 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from opgraph.export.numbers import pct, us
 from opgraph.export.console import NO_GPU, clean, print_table, styled
-
-
-def _fit(t: Table, width: int) -> Table:
-    """Lay out a table for ``width`` columns: fixed (no-wrap, no max width) columns get the
-    width of their widest cell, so numbers are never elided; the flexible columns (those
-    with a ``max_width``) share what is left and elide their text."""
-    cells = [[clean(c.plain if isinstance(c, Text) else c) for c in col.cells] for col in t.columns]
-    natural = [max([cell_len(clean(col.header))] + [cell_len(c) for c in cs]) for col, cs in zip(t.columns, cells)]
-    fixed = [col.no_wrap and col.max_width is None for col in t.columns]
-    for col, n, fx in zip(t.columns, natural, fixed):
-        if fx:
-            col.width = n
-    flex = [k for k, fx in enumerate(fixed) if not fx and t.columns[k].max_width is not None]
-    if flex:
-        left = width - (3 * len(t.columns) + 1) - sum(n for n, fx in zip(natural, fixed) if fx)
-        left -= sum(natural[k] for k, fx in enumerate(fixed) if not fx and k not in flex)
-        share = max(8, left // len(flex))
-        for k in flex:
-            col = t.columns[k]
-            col.width = max(min(natural[k], col.max_width or natural[k], share), min(8, natural[k]))
-    return t
 
 
 def _tree_rows(t: Table, entries: list[dict[str, Any]], level: int, shapes: bool) -> None:
@@ -82,7 +60,7 @@ def render_host_breakdown(doc: dict[str, Any], console: Console) -> None:
                          max_width=80 if c == "marker" else None)
         for r in dl["by_name"]:
             t.add_row(r["name"], f"{r['count']:,}", us(r["time_us"]))
-        console.print(_fit(t, console.width))
+        console.print(t)
     threads = doc["threads"]  # busiest first
     for th in threads[:MAX_THREAD_TABLES]:
         title = f"thread {th['pid']}/{th['tid']}" + (f" “{clean(th['name'])}”" if th.get("name") else "")
@@ -94,7 +72,7 @@ def render_host_breakdown(doc: dict[str, Any], console: Console) -> None:
         t.add_column("count", justify="right", no_wrap=True)
         t.add_column("shapes: most common", no_wrap=True, overflow="ellipsis", max_width=48)
         _tree_rows(t, th["entries"], 0, True)
-        console.print(_fit(t, console.width))
+        console.print(t)
     if len(threads) > MAX_THREAD_TABLES:
         console.print(f"{len(threads) - MAX_THREAD_TABLES:,} less busy threads not shown (one table each would "
                       f"be printed): --json or --csv list all {len(threads):,}")
@@ -114,7 +92,7 @@ def render_device_breakdown(doc: dict[str, Any], console: Console, top_ops: int 
     for s in doc["streams"]:
         t.add_row(str(s["device"]), str(s["stream"]), us(s["span_us"]), us(s["active_us"]), pct(s["active_pct"]),
                   us(s["idle_us"]), pct(s["idle_pct"]), f"{s['activities']:,}", f"{s['kernels']:,}")
-    print_table(console, _fit(t, console.width), NO_GPU)
+    print_table(console, t, NO_GPU)
     for s in doc["streams"]:
         t = Table(title=f"device {s['device']} stream {s['stream']}: device time {us(s['device_us'])} µs "
                         f"(CPU op → kernel)", title_justify="left")
@@ -123,7 +101,7 @@ def render_device_breakdown(doc: dict[str, Any], console: Console, top_ops: int 
         t.add_column("% parent", justify="right", no_wrap=True)
         t.add_column("activities", justify="right", no_wrap=True)
         _tree_rows(t, s["entries"], 0, False)
-        console.print(_fit(t, console.width))
+        console.print(t)
     t = Table(title=f"Device time per op (top {min(top_ops, len(doc['ops']))} of {len(doc['ops'])})",
               title_justify="left")
     t.add_column("op", no_wrap=True, overflow="ellipsis", max_width=70)
@@ -134,7 +112,7 @@ def render_device_breakdown(doc: dict[str, Any], console: Console, top_ops: int 
         t.add_row(o["op"], f"{o['count']:,}", f"{o['kernels']:,}",
                   *((f"{o.get('graph_kernels', 0):,}",) if graphs else ()), us(o["device_us"]), us(o["host_us"]),
                   "" if o["ratio"] is None else f"{o['ratio']:.2f}")
-    console.print(_fit(t, console.width))
+    console.print(t)
     if graphs:
         console.print("graph replay: kernels run by CUDA/HIP-graph replays, under the op that captured them "
                       "(opgraph build --capture) or named '(graph replay) <category>' (docs/graph-replay.md)")
@@ -156,7 +134,7 @@ def render_overheads(doc: dict[str, Any], console: Console, top: int = 20) -> No
     t.add_row("T1", f"gap between ops < {p['t1_max_gap_us']:g} µs", *_st(doc["t1"]))
     for k, s in sorted(doc["t4"].items(), key=lambda kv: -kv[1]["n"]):
         t.add_row("T4", k, *_st(s))
-    console.print(_fit(t, console.width))
+    console.print(t)
     ops = sorted(doc["ops"].items(), key=lambda kv: -kv[1]["count"])
     t = Table(title=f"Per op (top {min(top, len(ops))} of {len(ops)} by count; mean ± std µs)", title_justify="left")
     t.add_column("op", no_wrap=True, overflow="ellipsis", max_width=60)
@@ -172,7 +150,7 @@ def render_overheads(doc: dict[str, Any], console: Console, top: int = 20) -> No
         la = e["launches"]
         row.append(", ".join(la[:3]) + (f" … ({len(la)})" if len(la) > 3 else ""))
         t.add_row(*row)
-    console.print(_fit(t, console.width))
+    console.print(t)
 
 
 def render_iterations(doc: dict[str, Any], console: Console) -> None:
@@ -196,7 +174,7 @@ def render_iterations(doc: dict[str, Any], console: Console) -> None:
         t.add_row(str(s["index"]), str(s["step"]), s["name"], us((s["cpu_start_ns"] - t0) / 1e3), us(s["cpu_us"]),
                   gs, us(s["gpu_us"]), us(s["gpu_busy_us"]), us(s["kernel_us"]), f"{s['kernels']:,}",
                   us(s["data_loading_us"]))
-    console.print(_fit(t, console.width))
+    console.print(t)
     console.print(f"mean CPU step {us(doc['mean_cpu_us'])} µs, mean GPU busy {us(doc['mean_gpu_busy_us'])} µs")
 
 
@@ -224,8 +202,11 @@ def render_summary(doc: dict[str, Any], console: Console) -> None:
     for label, fn in rows:
         t.add_row(label, *[fn(d) for d in doc["devices"]])
     if doc["devices"]:
-        console.print(_fit(t, console.width))
+        console.print(t)
         console.print("busy = union of activity intervals; idle = window − busy; overlap = Σ stream active − busy")
+        from opgraph.export.text import render_busy_windows
+
+        render_busy_windows(doc.get("windows"), console)
     else:
         console.print(f"GPU per device: {NO_GPU}")
     t = Table(title="Streams", title_justify="left")
@@ -234,7 +215,7 @@ def render_summary(doc: dict[str, Any], console: Console) -> None:
     for s in doc["streams"]:
         t.add_row(str(s["device"]), str(s["stream"]), f"{s['activities']:,}", f"{s['kernels']:,}", us(s["active_us"]),
                   pct(s["active_pct"]), us(s["idle_us"]))
-    print_table(console, _fit(t, console.width), NO_GPU)
+    print_table(console, t, NO_GPU)
 
 
 # --------------------------------------------------------------------------- CSV

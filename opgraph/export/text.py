@@ -7,6 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from opgraph.export.numbers import us
 from opgraph.export.console import NO_GPU, cell, print_table, styled
 
 
@@ -28,7 +29,7 @@ def render_info(doc: dict[str, Any], console: Console) -> None:
     ordinal = any(h.get("code") == "et_ordinal_time" for h in doc.get("health", []) if isinstance(h, dict))
     console.print(f"events {doc['events']:,}   nodes {doc['nodes']:,}   edges {doc['edges']:,}   "
                   + (f"span {span['duration_us']:,.0f} ordinal units (one per op; no timestamps)" if ordinal
-                     else f"span {span['duration_us']:,.3f} µs"))
+                     else f"span {us(span['duration_us'])} µs"))
     grid = Table.grid(padding=(0, 4))
     grid.add_row(_kv_table("Events by kind", doc["events_by_kind"]),
                  _kv_table("Nodes by kind", doc["nodes_by_kind"]),
@@ -46,7 +47,7 @@ def render_info(doc: dict[str, Any], console: Console) -> None:
         for c in ("device", "stream", "activities", "busy µs"):
             t.add_column(c, justify="right")
         for s in doc["streams"]:
-            t.add_row(str(s["device"]), str(s["stream"]), f"{s['activities']:,}", f"{s['busy_us']:,.3f}")
+            t.add_row(str(s["device"]), str(s["stream"]), f"{s['activities']:,}", us(s['busy_us']))
         console.print(t)
     if doc["threads"]:
         t = Table(title="Threads (host events)", title_justify="left")
@@ -103,7 +104,7 @@ def render_job(job: dict[str, Any], console: Console) -> None:
         t.add_column(c, justify="left" if c in ("from", "file") else "right")
     for r in job["ranks"]:
         t.add_row(str(r["rank"]), r["rank_source"], "yes" if r["full"] else "summary", f"{r['node_offset']:,}",
-                  f"{r['n_nodes']:,}", f"{r['clock_offset_us']:,.3f}", f"{r['residual_us']:,.3f}",
+                  f"{r['n_nodes']:,}", us(r['clock_offset_us']), us(r['residual_us']),
                   str(r["collectives"]), cell(r["file"]))
     console.print(t)
     c = job["collectives"]
@@ -135,7 +136,7 @@ def render_critical_path(res, console: Console, top: int = 8) -> None:
 
     for w in res.windows:
         console.print(path_breakdown_table(
-            f"{w.name}: span {w.span_ns / 1e3:,.1f} µs, critical path {w.length_ns / 1e3:,.1f} µs, "
+            f"{w.name}: span {us(w.span_ns / 1e3)} µs, critical path {us(w.length_ns / 1e3)} µs, "
             f"bound by {w.bound}", w.breakdown_ns, w.breakdown_pct, CATEGORIES))
         d = w.to_dict(with_path=False)
         print_confidence(d["inferred_us"], d["inferred_pct"], d["longest_wait"], console)
@@ -146,16 +147,16 @@ def render_critical_path(res, console: Console, top: int = 8) -> None:
         "total (= union of the windows)"))
     print_confidence(summ["inferred_us"], summ["inferred_pct"], summ["longest_wait"], console)
     if summ["overlap_us"] > 0:
-        console.print(f"windows overlap by {summ['overlap_us']:,.1f} µs (sum of spans {summ['sum_span_us']:,.1f} µs): "
+        console.print(f"windows overlap by {us(summ['overlap_us'])} µs (sum of spans {us(summ['sum_span_us'])} µs): "
                       "the summary counts each instant once, in the earlier window")
 
 
 def print_confidence(inferred_us: float, inferred_pct: float, longest: dict[str, Any] | None,
                      console: Console) -> None:
     """How sure the path is: the time resting on inferred dependencies and the longest wait."""
-    line = f"inferred dependencies carry {inferred_us:,.1f} µs ({inferred_pct:.1f} %) of the path"
+    line = f"inferred dependencies carry {us(inferred_us)} µs ({inferred_pct:.1f} %) of the path"
     if longest:
-        line += (f"; longest wait: {longest['bound_by']} {longest['dur_us']:,.1f} µs on {longest['lane']} "
+        line += (f"; longest wait: {longest['bound_by']} {us(longest['dur_us'])} µs on {longest['lane']} "
                  f"({longest['name']})" + (" [inferred]" if longest.get("inferred") else ""))
     console.print(line)
 
@@ -170,7 +171,7 @@ def path_breakdown_table(title: str, b_ns: dict[str, int], pct: dict[str, float]
     t.add_column("")
     for c in categories:
         if b_ns[c]:
-            t.add_row(c, f"{b_ns[c] / 1e3:,.1f}", f"{pct[c]:.1f}", _pct_bar(pct[c]))
+            t.add_row(c, us(b_ns[c] / 1e3), f"{pct[c]:.1f}", _pct_bar(pct[c]))
     return t
 
 
@@ -184,7 +185,7 @@ def print_top_on_path(w: Any, console: Console, top: int) -> None:
             tt.add_column("µs", justify="right")
             tt.add_column("%", justify="right")
             for r in rows:
-                tt.add_row(r["kind"], cell(r["name"]), f"{r['time_us']:,.1f}", f"{r['pct']:.1f}")
+                tt.add_row(r["kind"], cell(r["name"]), us(r['time_us']), f"{r['pct']:.1f}")
             console.print(tt)
 
 
@@ -197,8 +198,8 @@ def path_summary_table(title: str, s: dict[str, Any], categories: tuple[str, ...
     t.add_column("%", justify="right")
     for c in categories:
         if s["breakdown_us"][c]:
-            t.add_row(c, f"{s['breakdown_us'][c]:,.1f}", f"{s['breakdown_pct'][c]:.1f}")
-    t.add_row(total_label, f"{s['length_us']:,.1f}", "100.0")
+            t.add_row(c, us(s['breakdown_us'][c]), f"{s['breakdown_pct'][c]:.1f}")
+    t.add_row(total_label, us(s['length_us']), "100.0")
     return t
 
 
@@ -213,15 +214,15 @@ def render_idle(res, console: Console, top: int = 15) -> None:
         t.add_column(c, justify="right")
     for d in res.devices:
         x = d.to_dict()
-        t.add_row(str(d.device), f"{x['span_us']:,.1f}", f"{x['busy_us']:,.1f}", f"{x['busy_pct']:.1f}",
-                  f"{x['idle_us']:,.1f}", *(f"{x['causes_us'][c]:,.1f}" for c in CAUSES),
+        t.add_row(str(d.device), us(x['span_us']), us(x['busy_us']), f"{x['busy_pct']:.1f}",
+                  us(x['idle_us']), *(us(x['causes_us'][c]) for c in CAUSES),
                   f"{d.gaps:,} ({d.cpu_induced_gaps:,})")
     print_table(console, t, NO_GPU)
     for d in res.devices:
         for k, v in list(d.device_wait_by_ns.items())[:5]:
-            console.print(f"GPU {d.device} device_wait {v / 1e3:,.1f} µs held by {k}")
+            console.print(f"GPU {d.device} device_wait {us(v / 1e3)} µs held by {k}")
         for k, v in d.launch_unknown_by_ns.items():
-            console.print(f"GPU {d.device} launch_unknown {v / 1e3:,.1f} µs: activities with no launch record while "
+            console.print(f"GPU {d.device} launch_unknown {us(v / 1e3)} µs: activities with no launch record while "
                           f"{k}, which launches most of the device's work, was busy")
     t = Table(title=f"Per stream: idle by cause, and HTA's categories (kernel wait < {res.kernel_wait_us:g} µs), µs",
               title_justify="left")
@@ -230,27 +231,45 @@ def render_idle(res, console: Console, top: int = 15) -> None:
         t.add_column(c, justify="right")
     for s in res.streams:
         x = s.to_dict()
-        t.add_row(str(s.device), str(s.stream), f"{x['busy_us']:,.1f}", f"{x['idle_us']:,.1f}",
-                  *(f"{x['causes_us'][c]:,.1f}" for c in CAUSES),
-                  f"{x['host_wait_us']:,.1f}", f"{x['kernel_wait_us']:,.1f}", f"{x['other_us']:,.1f}")
+        t.add_row(str(s.device), str(s.stream), us(x['busy_us']), us(x['idle_us']),
+                  *(us(x['causes_us'][c]) for c in CAUSES),
+                  us(x['host_wait_us']), us(x['kernel_wait_us']), us(x['other_us']))
     print_table(console, t, NO_GPU)
     for level, title in (("leaf", "CPU-induced idle blamed on leaf CPU ops"),
                          ("top", "... rolled up to top-level ops")):
         b = res.blame(level)
-        t = Table(title=f"{title} (total {res.cpu_induced_idle_ns / 1e3:,.1f} µs)", title_justify="left")
+        t = Table(title=f"{title} (total {us(res.cpu_induced_idle_ns / 1e3)} µs)", title_justify="left")
         t.add_column("kind")
         t.add_column("name", max_width=90, overflow="ellipsis")
         t.add_column("count", justify="right")
         t.add_column("µs", justify="right")
         t.add_column("share %", justify="right")
         for r in b.head(top).itertuples():
-            t.add_row(cell(r.kind), cell(r.name), f"{r.count:,}", f"{r.blame_ns / 1e3:,.1f}",
+            t.add_row(cell(r.kind), cell(r.name), f"{r.count:,}", us(r.blame_ns / 1e3),
                       f"{100 * r.share:.1f}")
         if len(b) > top:
             rest = b.iloc[top:]
-            t.add_row("", f"… {len(rest)} more", "", f"{rest['blame_ns'].sum() / 1e3:,.1f}",
+            t.add_row("", f"… {len(rest)} more", "", us(rest['blame_ns'].sum() / 1e3),
                       f"{100 * rest['share'].sum():.1f}")
         print_table(console, t, NO_BLAME)
+
+
+def render_busy_windows(doc: dict[str, Any] | None, console: Console) -> None:
+    """The windows GPU busy / idle are taken over, reconciled per device
+    (:func:`opgraph.analysis.busy_windows.busy_windows`; µs)."""
+    if not doc or not doc["devices"]:
+        return
+    t = Table(title="Windows (µs): steps' window = GPU span + lead-in + tail. `idle` counts busy over the GPU span, "
+                    "`summary` over the steps' window; idle (steps) = idle (GPU span) + lead-in + tail + busy "
+                    "outside the steps", title_justify="left")
+    for c in ("device", "GPU span", "busy", "busy % of GPU span", "lead-in", "tail", "steps' window", "busy in steps",
+              "busy % of steps", "busy outside steps"):
+        t.add_column(c, justify="right")
+    for d in doc["devices"]:
+        t.add_row(str(d["device"]), us(d["gpu_span_us"]), us(d["busy_gpu_span_us"]), f"{d['busy_pct_gpu_span']:.1f}",
+                  us(d["lead_in_us"]), us(d["tail_us"]), us(d["steps_span_us"]), us(d["busy_steps_us"]),
+                  f"{d['busy_pct_steps']:.1f}", us(d["busy_outside_steps_us"]))
+    console.print(t)
 
 
 def render_overlap(df: Any, console: Console) -> None:
@@ -258,7 +277,9 @@ def render_overlap(df: Any, console: Console) -> None:
     if not len(df):
         console.print(f"overlap: {NO_GPU}")
         return
-    t = Table(title="GPU time per window and device (µs): compute + exposed comm + exposed memory + idle = span",
+    t = Table(title="GPU time per window and device (µs): compute + exposed comm + exposed memory + idle = span. "
+                    "Window: per step, first to last activity launched in it ('all': the whole trace); `idle` uses "
+                    "the GPU span, `summary` the steps' window (their Windows table reconciles the two)",
               title_justify="left")
     cols = ([("rank", "rank")] if "rank" in df.columns else []) + [
             ("window", "window"), ("device", "dev"), ("span_us", "span"), ("compute_us", "compute"),
@@ -269,6 +290,6 @@ def render_overlap(df: Any, console: Console) -> None:
         t.add_column(label, justify="left" if label == "window" else "right")
     for r in df.to_dict("records"):
         t.add_row(*[cell(r[k]) if k == "window" else (f"{r[k]:.1f}" if k.endswith("pct") else
-                                                      (str(int(r[k])) if k in ("device", "rank") else f"{r[k]:,.1f}"))
+                                                      (str(int(r[k])) if k in ("device", "rank") else us(r[k])))
                     for k, _ in cols])
     print_table(console, t, NO_GPU)

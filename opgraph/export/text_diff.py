@@ -47,16 +47,16 @@ def render_diff(doc: dict[str, Any], console: Any, top: int) -> None:
     console.print(f"kernels: {kc['changed']} changed, {kc['new']} new, {kc['missing']} missing, {kc['same']} same;  "
                   f"ops: {oc['changed']} changed, {oc['new']} new, {oc['missing']} missing, {oc['same']} same")
     kt = Table(title=f"Kernels by |Δ time| (top {top})", title_justify="left")
-    kt.add_column("kernel", ratio=1, min_width=24, overflow="fold")
+    kt.add_column("kernel", no_wrap=True, overflow="ellipsis")  # the console prints long names short
     for c in ("status", "count a", "count b", "µs a", "µs b", "Δ µs", "Δ FLOPs"):
         kt.add_column(c, justify="right", no_wrap=True)
     for r in doc["kernels"]["rows"][:top]:
-        kt.add_row(kernel_label(r["name"], width) or "-", r["status"], decimal(r["count_a"]), decimal(r["count_b"]),
+        kt.add_row(kernel_label(r["name"]) or "-", r["status"], decimal(r["count_a"]), decimal(r["count_b"]),
                    decimal(r["time_us_a"]), decimal(r["time_us_b"]), delta(r["delta_time_us"]), delta(r["delta_flops"]))
     print_table(console, kt, "no kernel changed (--all lists the unchanged ones)" if sum(kc.values())
                 else "no kernels in either trace")
     ot = Table(title=f"Ops (name, input shapes, call path) by |Δ GPU time| (top {top})", title_justify="left")
-    ot.add_column("op", ratio=1, min_width=24, overflow="fold")
+    ot.add_column("op", no_wrap=True, overflow="ellipsis")
     for c in ("status", "count a", "count b", "Δ cpu µs", "Δ gpu µs", "Δ FLOPs"):
         ot.add_column(c, justify="right", no_wrap=True)
     for r in doc["ops"]["rows"][:top]:

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from opgraph.export.console import styled
-from opgraph.export.numbers import share
+from opgraph.export.numbers import share, us
 
 
 def render_predict(doc: dict[str, Any], con: Console, perfetto: str | None = None) -> None:
@@ -25,44 +25,53 @@ def render_predict(doc: dict[str, Any], con: Console, perfetto: str | None = Non
                   f"{d['bandwidth_scaled']} by the bandwidth ratio (no FLOP/byte model), "
                   f"{d['unchanged_collective'] + d['unchanged_other']} kernels and "
                   f"{d['unchanged_copies_memsets']} copies/memsets unchanged")
-    t = Table(show_lines=False)
+    sp = s.get("makespan_speedup")
+    con.print(styled(("makespan", "bold"), f" {us(s['makespan_measured_us'])} → {us(s['makespan_predicted_us'])} µs "
+                     f"({s['makespan_delta_pct']:+.2f} %" + (f", {sp:.3f}x" if sp else "") + ")"
+                     + ("" if doc["mode"] == "replay" else ": the whole timeline, first event to last")))
+    t = Table(title="Per step: its own time, the window clipped at the next step's start (µs)", title_justify="left",
+              show_lines=False)
     for c, j in (("window", "left"), ("meas. µs", "right"), ("pred. µs", "right"), ("Δ %", "right"),
                  ("GPU %", "right"), ("bound", "left")):
         t.add_column(c, justify=j, no_wrap=True)
     for st in doc["steps"][:200]:
-        if st["predicted_us"] is None:
-            t.add_row(st["name"], f"{st['measured_us']:,.1f}", "-", "-", "-", st["measured_bound"])
+        if st["predicted_step_us"] is None:
+            t.add_row(st["name"], us(st["measured_step_us"]), "-", "-", "-", st["measured_bound"])
             continue
-        t.add_row(st["name"], f"{st['measured_us']:,.1f}", f"{st['predicted_us']:,.1f}", f"{st['delta_pct']:+.2f}",
+        t.add_row(st["name"], us(st["measured_step_us"]), us(st["predicted_step_us"]), f"{st['step_delta_pct']:+.2f}",
                   f"{share(st['measured_gpu_busy_us'], st['measured_us'])} → "
                   f"{share(st['predicted_gpu_busy_us'], st['predicted_us'])}",
                   _bound(st["measured_bound"], st["predicted_bound"]))
     if len(doc["steps"]) > 200:
         t.add_row(f"… {len(doc['steps']) - 200} more", "", "", "", "", "")
-    t.add_row(styled(("total", "bold")), f"{s['measured_us']:,.1f}", f"{s['predicted_us']:,.1f}", f"{s['delta_pct']:+.2f}",
+    steps_pct = (100.0 * (s["steps_predicted_us"] - s["steps_measured_us"]) / s["steps_measured_us"]
+                 if s["steps_measured_us"] else 0.0)
+    t.add_row(styled(("sum", "bold")), us(s["steps_measured_us"]), us(s["steps_predicted_us"]), f"{steps_pct:+.2f}",
               "", _bound(s["measured_bound"], s["predicted_bound"]))
     con.print(t)
     if doc["mode"] == "replay":
         con.print(f"replay error per step: max {s['step_error_pct']['max']:.4f} %, "
                   f"mean {s['step_error_pct']['mean']:.4f} %")
     if s.get("speedup"):
-        con.print(f"speedup (summed step time): {s['speedup']:.3f}x; makespan {s['makespan_measured_us']:,.1f} → "
-                  f"{s['makespan_predicted_us']:,.1f} µs")
+        con.print(f"speedup over the steps (summed step time): {s['speedup']:.3f}x")
+    elif s.get("steps_speedup") and not s.get("speedup_agrees", True):
+        con.print(f"summed step time {s['steps_speedup']:.3f}x disagrees with the makespan: work moved out of the "
+                  "steps (into the lead-in or the tail); the makespan is the answer")
     b = Table(title="critical-path composition (all windows, µs)")
     for c, j in (("category", "left"), ("measured", "right"), ("predicted", "right"), ("Δ", "right")):
         b.add_column(c, justify=j)
     for c, v in s["measured_breakdown_us"].items():
         p = s["predicted_breakdown_us"][c]
         if v or p:
-            b.add_row(c, f"{v:,.1f}", f"{p:,.1f}", f"{p - v:+,.1f}")
+            b.add_row(c, us(v), us(p), f"{p - v:+,.1f}")
     if b.row_count:
         con.print(b)
     g = Table(title="GPU busy / idle (µs)")
     for c in ("device", "busy meas", "busy pred", "idle meas", "idle pred", "busy % pred"):
         g.add_column(c, justify="right")
     for d in doc["gpu"]:
-        g.add_row(str(d["device"]), f"{d['measured']['busy_us']:,.1f}", f"{d['predicted']['busy_us']:,.1f}",
-                  f"{d['measured']['idle_us']:,.1f}", f"{d['predicted']['idle_us']:,.1f}",
+        g.add_row(str(d["device"]), us(d['measured']['busy_us']), us(d['predicted']['busy_us']),
+                  us(d['measured']['idle_us']), us(d['predicted']['idle_us']),
                   f"{d['predicted']['busy_pct']:.1f}")
     if doc["gpu"]:
         con.print(g)
@@ -108,8 +117,8 @@ def render_predict_et(doc: dict[str, Any], et: str, con: Console) -> None:
         t.add_column(c, justify="right")
     for it in doc["iterations"]:
         s = it["ops_by_source"]
-        t.add_row(str(it["step"]) if it["step"] >= 0 else "-", f"{it['e2e_us']:,.1f}", f"{it['cpu_us']:,.1f}",
-                  f"{it['gpu_active_us']:,.1f}", f"{it['data_loading_us']:,.1f}", str(it["ops"]), str(s["lookup"]),
+        t.add_row(str(it["step"]) if it["step"] >= 0 else "-", us(it['e2e_us']), us(it['cpu_us']),
+                  us(it['gpu_active_us']), us(it['data_loading_us']), str(it["ops"]), str(s["lookup"]),
                   str(s["analytic"]), str(s["roofline"]), str(s["lookup_name"]), str(s["cpu_only"]), str(s["unmodelled"]))
     con.print(t)
     sm = doc["summary"]

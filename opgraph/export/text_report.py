@@ -20,7 +20,6 @@ def render_roofline_report(doc: dict[str, Any], console: Any, top: int, graph_re
 
     s = doc["summary"]
     src = doc["source"].get("file") or ""
-    width = 90 if console.is_terminal else None
     console.print(styled(("Roofline", "bold"), f" {cell(src)}  (by {doc['by']})"))
     user = {x.name: x.origin for x in all_devices() if x.origin}
     for d in doc["devices"]:
@@ -57,11 +56,11 @@ def render_roofline_report(doc: dict[str, Any], console: Any, top: int, graph_re
             "% peak BW", "bound", "model"]
     for c in cols:
         if c == first:
-            t.add_column(c, ratio=1, min_width=24, overflow="fold")
+            t.add_column(c, no_wrap=True, overflow="ellipsis")  # the console prints long names short
         else:
             t.add_column(c, justify="left" if c in ("bound", "model") else "right", no_wrap=True)
     for r in doc["rows"][:top]:
-        t.add_row(kernel_label(r["name"], width) or "-", f"{r['count']:,}", si(r["total_us"]),
+        t.add_row(kernel_label(r["name"]) or "-", f"{r['count']:,}", si(r["total_us"]),
                   si(r["mean_us"]), si(r["flops"], "flop"), si(r["bytes"], "B"), si(r["tflops"]), si(r["gbps"]),
                   si(r["pct_peak_flops"]), si(r["pct_peak_bw"]), r["bound"] or "",
                   r["model"] or styled(("no model", "dim")))

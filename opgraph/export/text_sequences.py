@@ -7,7 +7,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from opgraph.export.console import print_table
+from rich.text import Text
+
+from opgraph.export.console import clean, print_table
 
 NO_PATTERNS = "no kernel sequence repeats in this trace (with these lengths and this op)"
 
@@ -20,8 +22,8 @@ def render_sequences(doc: dict[str, Any], console: Console) -> None:
               show_lines=True)
     for c in ("#", "len", "times", "total µs", "mean µs", "% kernel time", "op"):
         t.add_column(c, justify="right" if c not in ("op",) else "left", no_wrap=c != "op")
-    t.add_column("kernels", overflow="ellipsis", max_width=110)
+    t.add_column("kernels", overflow="ellipsis", no_wrap=True)
     for r in doc["patterns"]:
         t.add_row(str(r["rank"]), str(r["length"]), f"{r['occurrences']:,}", f"{r['total_us']:,.1f}",
-                  f"{r['mean_us']:,.2f}", f"{r['pct_kernel_time']:.1f}", r["op"] or "-", "\n".join(r["kernels"]))
+                  f"{r['mean_us']:,.2f}", f"{r['pct_kernel_time']:.1f}", r["op"] or "-", Text("\n".join(clean(k) for k in r["kernels"])))
     print_table(console, t, NO_PATTERNS)

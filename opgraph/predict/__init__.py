@@ -32,7 +32,7 @@ from opgraph.predict.replay import (
 from opgraph.predict.whatif import Transform, WhatIfError, apply, device_factors, parse_transforms
 
 __all__ = ["predict", "PredictResult", "parse_transforms", "Transform", "WhatIfError", "build_model",
-           "simulate", "BoundaryModel"]
+           "simulate", "BoundaryModel", "makespan_change", "MakespanChange"]
 
 
 def gpu_usage(a: GraphArrays, exclude: np.ndarray | None = None) -> dict[int, dict[str, int]]:
@@ -86,6 +86,29 @@ def _makespan(a: GraphArrays, exclude: np.ndarray | None = None) -> tuple[int, i
     if not m.any():
         return 0, 0
     return int(a.ts[m].min()), int(a.end[m].max())
+
+
+#: A makespan that moves by less than this fraction counts as unchanged (for the sign of
+#: the summed-step speedup).
+_SAME_MAKESPAN = 1e-3
+
+
+def _own_step_times(steps: list[dict[str, Any]]) -> None:
+    """Add each step's own time (µs), measured and predicted: its window clipped at the
+    next step's start, so a step never stretches over the next step's work (device work
+    queued behind the next step's host work is the next step's time); the last step keeps
+    its window. Steps are taken in start order on each timeline."""
+    for side, start, end in (("measured", "measured_start_us", "measured_end_us"),
+                             ("predicted", "predicted_start_us", "predicted_end_us")):
+        live = sorted((d for d in steps if d.get(start) is not None), key=lambda d: d[start])
+        for d in steps:
+            d[f"{side}_step_us"] = None
+        for i, d in enumerate(live):
+            stop = d[end] if i + 1 == len(live) else min(d[end], live[i + 1][start])
+            d[f"{side}_step_us"] = max(0.0, stop - d[start])
+    for d in steps:
+        m, p = d["measured_step_us"], d["predicted_step_us"]
+        d["step_delta_pct"] = (100.0 * (p - m) / m if m else 0.0) if p is not None else None
 
 
 @dataclass
@@ -174,6 +197,7 @@ class PredictResult:
                 if with_path:
                     d["predicted_path"] = [s.to_dict() for s in p.path]
             steps.append(d)
+        _own_step_times(steps)
         errs = self.step_errors()
         gpu = []
         for dev in sorted(set(self.gpu_measured) | set(self.gpu_predicted)):
@@ -189,6 +213,12 @@ class PredictResult:
                         "delta_busy_us": us(gp["busy"] - gm["busy"]), "delta_idle_us": us(gp["idle"] - gm["idle"])})
         ms_m = self.makespan_measured[1] - self.makespan_measured[0]
         ms_p = self.makespan_predicted[1] - self.makespan_predicted[0]
+        own_m = sum(d["measured_step_us"] for d in steps if d["predicted_step_us"] is not None)
+        own_p = sum(d["predicted_step_us"] for d in steps if d["predicted_step_us"] is not None)
+        steps_speedup = own_m / own_p if own_p else None
+        ms_speedup = ms_m / ms_p if ms_p else None
+        agrees = steps_speedup is None or ms_speedup is None or (steps_speedup - 1.0) * (ms_speedup - 1.0) >= 0 \
+            or abs(ms_m - ms_p) <= _SAME_MAKESPAN * ms_m
         sm = self.measured_cp.summary()
         sp = self.predicted_cp.summary()
         m = self.model
@@ -202,7 +232,10 @@ class PredictResult:
                 "steps": len(steps),
                 "measured_us": us(tot_m), "predicted_us": us(tot_p), "delta_us": us(tot_p - tot_m),
                 "delta_pct": 100.0 * (tot_p - tot_m) / tot_m if tot_m else 0.0,
-                "speedup": (tot_m / tot_p) if tot_p else None,
+                "speedup": steps_speedup if agrees else None,
+                "steps_measured_us": own_m, "steps_predicted_us": own_p, "steps_speedup": steps_speedup,
+                "makespan_delta_pct": 100.0 * (ms_p - ms_m) / ms_m if ms_m else 0.0,
+                "makespan_speedup": ms_speedup, "speedup_agrees": bool(agrees),
                 "step_error_pct": {
                     "max": float(100.0 * errs.max()) if len(errs) else 0.0,
                     "mean": float(100.0 * errs.mean()) if len(errs) else 0.0,
@@ -225,6 +258,54 @@ class PredictResult:
             "timings_s": {k: round(v, 4) for k, v in self.timings.items()},
         }
         return doc
+
+
+def _simulated(m: BoundaryModel, ap: Any) -> GraphArrays:
+    """The predicted arrays of the applied transforms ``ap``: removed events end where they
+    start (a removed activity that never ran starts at its launch call)."""
+    a = m.arr
+    tb = simulate(m, ap.lag, ap.start)
+    pa = predicted_arrays(m, tb)
+    rm = ap.removed
+    if rm.any():
+        s, e = pa.ts.copy(), pa.end.copy()
+        never = tb[0::2] <= NEVER // 2
+        ls, ld = a.out_edges("launch")
+        launcher = np.full(a.n, -1, dtype=np.int64)
+        launcher[ld] = ls
+        fix = np.flatnonzero(rm & never & (launcher >= 0))
+        s[fix] = s[launcher[fix]]
+        e[rm] = s[rm]
+        pa.ts, pa.end = s, e
+    return pa
+
+
+@dataclass
+class MakespanChange:
+    """What a what-if does to the whole timeline (ns): the measured and the predicted
+    makespan (first host event or activity start to the last end), and ``gain_ns`` =
+    measured − predicted (negative: the what-if is slower)."""
+
+    transforms: list[Transform]
+    measured_ns: int
+    predicted_ns: int
+
+    @property
+    def gain_ns(self) -> int:
+        return self.measured_ns - self.predicted_ns
+
+
+def makespan_change(G: AnyGraph, transforms: list[Transform], *, model: BoundaryModel | None = None
+                    ) -> MakespanChange:
+    """The makespan of ``G`` replayed under ``transforms`` against the measured one, without
+    the per-step critical paths :func:`predict` also computes (``opgraph advise`` prices
+    each finding with it). ``model``: a :func:`build_model` of ``G`` to reuse."""
+    m = model if model is not None else build_model(G)
+    ap = apply(m, list(transforms))
+    pa = _simulated(m, ap)
+    m0, m1 = _makespan(m.arr)
+    p0, p1 = _makespan(pa, ap.removed)
+    return MakespanChange(list(transforms), m1 - m0, p1 - p0)
 
 
 def predict(G: AnyGraph, transforms: list[Transform] | None = None, *, window: str | None = None,
@@ -267,20 +348,9 @@ def predict(G: AnyGraph, transforms: list[Transform] | None = None, *, window: s
     tm["device_s"] = time.perf_counter() - t1
     t2 = time.perf_counter()
     ap = apply(m, transforms, dev_fac)
-    tb = simulate(m, ap.lag, ap.start)
-    tm["simulate_s"] = time.perf_counter() - t2
-    pa = predicted_arrays(m, tb)
+    pa = _simulated(m, ap)
     rm = ap.removed
-    if rm.any():
-        s, e = pa.ts.copy(), pa.end.copy()
-        never = tb[0::2] <= NEVER // 2
-        ls, ld = a.out_edges("launch")
-        launcher = np.full(a.n, -1, dtype=np.int64)
-        launcher[ld] = ls
-        fix = np.flatnonzero(rm & never & (launcher >= 0))
-        s[fix] = s[launcher[fix]]
-        e[rm] = s[rm]
-        pa.ts, pa.end = s, e
+    tm["simulate_s"] = time.perf_counter() - t2
     t3 = time.perf_counter()
     # windows are selected from the DAG's arrays (opgraph.graph.windows.select_windows),
     # so the predicted path's steps are the predicted step ranges

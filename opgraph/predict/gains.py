@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from opgraph.graph.linking import COMM_KERNEL_PATTERN
-from opgraph.predict.whatif import Transform
+from opgraph.predict.whatif import Transform, WhatIfError
 
 #: Categories of at least this share of the path (%) get a what-if.
 MIN_SHARE_PCT = 5.0
@@ -81,11 +81,13 @@ def cpu_work_pattern(a: Any) -> str:
     return "^(?!(?:" + "|".join(re.escape(n) for n in names) + ")$)"
 
 
-def category_gains(G: Any, shares: Sequence[tuple[str, float]], min_share_pct: float = MIN_SHARE_PCT) -> list[Gain]:
+def category_gains(G: Any, shares: Sequence[tuple[str, float]], min_share_pct: float = MIN_SHARE_PCT,
+                   skipped: list[str] | None = None) -> list[Gain]:
     """The gain of each lever (module docstring) whose category holds at least
     ``min_share_pct`` % of the path (``shares``: (category, % of the path) pairs, e.g.
     :attr:`opgraph.analysis.critical_path.verdict.RunVerdict.shares`). One boundary model,
-    one replay per lever."""
+    one replay per lever. A lever the what-if engine refuses (e.g. a timeline past the
+    int64-ns range) is left out, and why is appended to ``skipped`` when given."""
     from dataclasses import replace
 
     from opgraph.predict import predict
@@ -100,7 +102,12 @@ def category_gains(G: Any, shares: Sequence[tuple[str, float]], min_share_pct: f
         what, trs = LEVERS[c]
         if c == "cpu":
             trs = [Transform("scale_cpu", pattern=cpu_work_pattern(m.arr), factor=0.0)]
-        res = predict(G, [replace(t) for t in trs], model=m)
+        try:
+            res = predict(G, [replace(t) for t in trs], model=m)
+        except WhatIfError as e:
+            if skipped is not None:
+                skipped.append(f"gain of {c!r} ({what}) not computed: {e}")
+            continue
         ms_m = res.makespan_measured[1] - res.makespan_measured[0]
         ms_p = res.makespan_predicted[1] - res.makespan_predicted[0]
         gain = (ms_m - ms_p) / 1e3
@@ -114,7 +121,10 @@ def path_document(G: Any, res: Any, with_path: bool = True, with_gains: bool = T
     one document for the CLI, the API and the HTML report."""
     d = res.to_dict(with_path=with_path)
     if with_gains:
-        d["run"]["gains"] = [g.to_dict() for g in category_gains(G, res.verdict().shares)]
+        skipped: list[str] = []
+        d["run"]["gains"] = [g.to_dict() for g in category_gains(G, res.verdict().shares, skipped=skipped)]
+        if skipped:
+            d.setdefault("notes", []).extend(skipped)
     return d
 
 
