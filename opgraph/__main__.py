@@ -1,6 +1,6 @@
 """``python -m opgraph``: the same command line as ``opgraph``."""
 
-from opgraph.cli import main
+from opgraph.cli import run
 
 if __name__ == "__main__":
-    main(prog_name="opgraph")
+    run()

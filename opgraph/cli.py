@@ -96,5 +96,16 @@ for _cmd in COMMANDS:
 #: (``build``, ``info``, ``critical-path``, ``stragglers``) or one raw trace (``augment``).
 NO_RANK_COMMANDS = frozenset({"build", "info", "critical-path", "stragglers", "augment"})
 
+
+
+def run() -> None:
+    """The ``opgraph`` program: :data:`main` in a process that loads one graph and exits, so
+    what it loads is frozen out of the cyclic collector's passes (``opgraph.gc_pause``)."""
+    from opgraph.gc_pause import freeze_after_loads
+
+    freeze_after_loads(True)
+    main(prog_name="opgraph")
+
+
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    run()

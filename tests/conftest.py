@@ -258,3 +258,17 @@ def write_payload(path: Path, payload: dict) -> Path:
     with open(path, "wb") as fh:
         GraphPickler(fh, protocol=5).dump(_Raw())
     return path
+
+
+def table_headers(text: str) -> list[str]:
+    """The column headers of every box table printed in ``text``, each header's lines joined
+    with a space (fitted tables wrap a header over several lines: ``data`` / ``loading``)."""
+    out: list[str] = []
+    block: list[list[str]] = []
+    for ln in text.splitlines() + [""]:
+        if ln.startswith("┃"):
+            block.append([c.strip() for c in ln.split("┃")[1:-1]])
+        elif block:
+            out += [" ".join(w for w in col if w) for col in zip(*block)]
+            block = []
+    return out

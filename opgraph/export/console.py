@@ -125,6 +125,10 @@ def _words(s: str) -> int:
     return n + 1
 
 
+#: The widest a number column's header word makes the column (a longer word folds).
+HEADER_WORD = 16
+
+
 def fit_table(t: Table, width: int, *, cut: bool = True, full_names: bool = False,
               unit: str | None = None) -> list[str]:
     """Lay ``t`` out for ``width`` columns so that no value is ever cut; returns the headers
@@ -162,7 +166,10 @@ def fit_table(t: Table, width: int, *, cut: bool = True, full_names: bool = Fals
 
     fixed = [col.justify == "right" for col in cols]
     prose = [_is_prose(col) or (col.no_wrap is False and col.overflow == "fold") for col in cols]
-    nat = [max(widest(col), word(col)) for col in cols]
+    # a number column is as wide as its widest value; its header wraps at words, and a header
+    # word far wider than the values (a CUPTI metric name) folds at HEADER_WORD columns
+    nat = [max(widest(col), min(word(col), max(widest(col), HEADER_WORD)) if fx else word(col))
+           for col, fx in zip(cols, fixed)]
     low = [n if fx else min(n, max(word(col), 12 if p else 8)) for col, n, fx, p in zip(cols, nat, fixed, prose)]
     pad = (t.padding[1] + t.padding[3]) if t.padding else 0
     edge = 2 if (t.box is not None and t.show_edge) else 0

@@ -41,7 +41,7 @@ def render_counters(res: Any, console: Console, top: int = 30) -> None:
     pre = _prefix(names)
     title = "Mean counter value per op (innermost cpu_op around the launch)"
     t = Table(title=title + (f"; counters {pre}…" if pre else ""), title_justify="left")
-    t.add_column("op", overflow="fold", min_width=16)
+    t.add_column("op")  # a name: elided on a terminal, whole when piped
     t.add_column("ranges", justify="right")
     if res.has_sass_flops:
         t.add_column("SASS FLOPs", justify="right")
