@@ -28,8 +28,9 @@ import pytest
 
 from conftest import ROOT, _run_cli, assert_one_line_error
 from opgraph.analysis.breakdown import (
-    device_breakdown, device_breakdown_doc, host_breakdown, host_breakdown_doc, tree_depths,
+    device_breakdown, device_breakdown_doc, host_breakdown, host_breakdown_doc,
 )
+from opgraph.graph.tree import tree_depths
 from opgraph.errors import OpgraphInputError
 from opgraph.graph import build_graph
 from opgraph.ingest import read_trace

@@ -7,7 +7,7 @@ imports from here, now held by one module per concept (this module only re-expor
   attributed to the ops that launched it, and the per-op table (:func:`device_breakdown`,
   :func:`device_breakdown_doc`);
 - :mod:`opgraph.analysis.op_hierarchy`: the host op forest and the outermost ops
-  (:func:`host_hierarchy`, :func:`outermost_ops`, :func:`tree_depths`,
+  (:func:`host_hierarchy`, :func:`outermost_ops`,
   :data:`DEFAULT_MODULE_MARKERS`, :func:`module_mask`, :func:`input_dims`);
 - :mod:`opgraph.analysis.breakdown_tree`: the document tree both share (:data:`OTHERS`,
   :data:`UNACCOUNTED`, :func:`flatten_tree`).
@@ -23,7 +23,7 @@ from opgraph.analysis.device_breakdown import (
 )
 from opgraph.analysis.host_breakdown import HostBreakdown, host_breakdown, host_breakdown_doc
 from opgraph.analysis.op_hierarchy import (
-    DEFAULT_MODULE_MARKERS, HostHierarchy, host_hierarchy, input_dims, module_mask, outermost_ops, tree_depths,
+    DEFAULT_MODULE_MARKERS, HostHierarchy, host_hierarchy, input_dims, module_mask, outermost_ops,
 )
 
 __all__ = [
@@ -31,5 +31,4 @@ __all__ = [
     "NO_LAUNCH", "OUTSIDE_OPS", "DeviceBreakdown", "device_breakdown", "device_breakdown_doc",
     "HostBreakdown", "host_breakdown", "host_breakdown_doc",
     "DEFAULT_MODULE_MARKERS", "HostHierarchy", "host_hierarchy", "input_dims", "module_mask", "outermost_ops",
-    "tree_depths",
 ]

@@ -128,13 +128,11 @@ def collectives(G: AnyGraph) -> CollectivesResult:
     rx = re.compile(COMM_KERNEL_PATTERN)
     kern = np.flatnonzero(a.kind == "kernel")
     comm = kern[a.names_match(rx)[kern]]   # the regex once per distinct name
-    # each node's launching call and nest parent (the first such edge, as recorded)
+    # each node's launching call (the first such edge, as recorded) and nest parent
     launcher = np.full(a.n, -1, dtype=np.int64)
     ls, ld = a.out_edges("launch")
     launcher[ld[::-1]] = ls[::-1]
-    parent = np.full(a.n, -1, dtype=np.int64)
-    ns, nd = a.out_edges("nest")
-    parent[nd[::-1]] = ns[::-1]
+    parent = a.parent
     eid = a.eid
     rows = []
     for p in comm.tolist():

@@ -159,10 +159,7 @@ def _counter_frame(args: pd.Series) -> pd.DataFrame:
 def _nest_parent(G: AnyGraph) -> tuple[dict[int, int], np.ndarray, np.ndarray, np.ndarray]:
     """(position of each node key, nest parent position (-1: none), kind, name) per node."""
     a = arrays_of(G)
-    parent = np.full(a.n, -1, dtype=np.int64)
-    ps, pd_ = a.out_edges("nest")
-    parent[pd_] = ps
-    return a.pos_of, parent, a.kind, a.name
+    return a.pos_of, a.parent, a.kind, a.name
 
 
 def _op_stacks(start: np.ndarray, parent: np.ndarray, kind: np.ndarray, name: np.ndarray,

@@ -143,9 +143,7 @@ def _frame_of_columns(T: TraceGraph) -> GraphFrame:
     pid, tid = T.column("pid"), T.column("tid")
     lane = thread_lanes(pid, tid)
     a = T.arrays   # edge positions in the order a DiGraph iterates them
-    parent = np.full(n, -1, dtype=np.int64)
-    ns_, nd_ = a.out_edges("nest")
-    parent[nd_] = ns_
+    parent = a.parent
     launcher = np.full(n, -1, dtype=np.int64)
     ls_, ld_ = a.out_edges("launch")
     launcher[ld_] = ls_

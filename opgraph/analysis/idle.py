@@ -44,7 +44,7 @@ from opgraph.graph.model import AnyGraph, arrays_of
 from opgraph.analysis.display import TableResult
 from opgraph.graph.linking import DEVICE_SYNC_RE, EVENT_SYNC_RE, STREAM_SYNC_RE
 from opgraph.graph.streams import LATE_START_NS
-from opgraph.graph.tree import data_loading_owners, host_parent
+from opgraph.graph.tree import data_loading_owners
 from opgraph.names import annotation_like
 from opgraph.time_categories import IDLE_CAUSES
 
@@ -231,7 +231,7 @@ def _top_ancestor(a: GraphArrays) -> np.ndarray:
     """Position of each host node's top-level op: its outermost ``cpu_op`` ancestor (itself
     included; a ``record_function`` label recorded as an op is not one), or the node itself
     when no op contains it (e.g. a runtime call made directly under an annotation)."""
-    parent = host_parent(a)
+    parent = a.host_parent
     is_op = (a.kind == "cpu_op") & ~annotation_like(a.kind, a.name)
     idx = np.arange(a.n, dtype=np.int64)
     best = np.where(is_op, idx, -1)

@@ -140,9 +140,7 @@ def launch_stats(G: AnyGraph, call_cutoff_us: float = 50.0, latency_cutoff_us: f
     queued = np.clip(np.minimum(start, prev_end[ld]) - call_end, 0, None)
     queued = np.minimum(queued, delay)
     # the outermost CPU op around each call (nest parents)
-    ns, nd = a.out_edges("nest")
-    parent = np.full(a.n, -1, dtype=np.int64)
-    parent[nd] = ns
+    parent = a.parent
     top = ls.copy()
     cur = ls.copy()
     for _ in range(64):

@@ -229,8 +229,9 @@ def _alloc_ops(f: GraphFrame, m: pd.DataFrame, rows: np.ndarray) -> tuple[np.nda
     if not n_q or not len(f):
         return outer, inner
     from opgraph.analysis.breakdown import (
-        DEFAULT_MODULE_MARKERS, host_hierarchy, module_mask, outermost_ops, tree_depths,
+        DEFAULT_MODULE_MARKERS, host_hierarchy, module_mask, outermost_ops,
     )
+    from opgraph.graph.tree import tree_depths
     from opgraph.analysis.iterations import K_CPU_OP
 
     hh = host_hierarchy(f)

@@ -18,8 +18,9 @@ import pandas as pd
 
 from opgraph.analysis.graph_frame import GraphFrame
 from opgraph.analysis.kind_codes import K_CPU_OP, K_PYTHON
+from opgraph.graph.tree import tree_depths
 
-__all__ = ["DEFAULT_MODULE_MARKERS", "input_dims", "module_mask", "tree_depths", "HostHierarchy", "host_hierarchy",
+__all__ = ["DEFAULT_MODULE_MARKERS", "input_dims", "module_mask", "HostHierarchy", "host_hierarchy",
            "outermost_ops"]
 
 #: Names (prefixes) that mark module/label ranges rather than operators, as the seed's
@@ -45,20 +46,6 @@ def module_mask(names: np.ndarray, markers: Iterable[str]) -> np.ndarray:
     codes, uniq = pd.factorize(names)
     hit = np.fromiter((isinstance(u, str) and u.startswith(ms) for u in uniq), dtype=bool, count=len(uniq))
     return hit[codes]
-
-
-def tree_depths(parent: np.ndarray) -> np.ndarray:
-    """Depth of every node of a forest given by ``parent`` (-1 for roots), by pointer
-    jumping: O(n log depth), also for one n-deep chain (identical nested events)."""
-    depth = (parent >= 0).astype(np.int64)
-    jump = parent.copy()
-    live = np.flatnonzero(jump >= 0)
-    while len(live):
-        j = jump[live]
-        depth[live] += depth[j]  # synchronous: reads the old depths
-        jump[live] = jump[j]
-        live = live[jump[live] >= 0]
-    return depth
 
 
 @dataclass

@@ -30,21 +30,11 @@ def _is_module(names: np.ndarray, kinds: np.ndarray, markers: Iterable[str]) -> 
     return (m & np.isin(kinds, HOST_KINDS)) | py
 
 
-def host_parent(a: GraphArrays) -> np.ndarray:
-    """Nest parent (position) of every host node, -1 for roots and device nodes."""
-    parent = np.full(a.n, -1, dtype=np.int64)
-    s, d = a.out_edges("nest")
-    h = a.is_host
-    m = h[s] & h[d]
-    parent[d[m]] = s[m]
-    return parent
-
-
 def representatives(a: GraphArrays, parent: np.ndarray, collapse: str | None,
                     markers: Iterable[str] = DEFAULT_MODULE_MARKERS) -> np.ndarray:
     """Position each node is drawn as: itself, its top-level op (``op``) or its innermost
     module range, else top-level op (``module``); -1 for python frames outside any op or
-    module when collapsing (they are not drawn). ``parent``: :func:`host_parent`."""
+    module when collapsing (they are not drawn). ``parent``: :attr:`GraphArrays.host_parent <opgraph.graph.arrays.GraphArrays.host_parent>`."""
     n = a.n
     rep = np.arange(n, dtype=np.int64)
     if collapse is None or not n:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from opgraph.analysis.critical_path import BoundaryDAG, boundary_dag
-from opgraph.export.dot_collapse import host_parent, representatives
+from opgraph.export.dot_collapse import representatives
 from opgraph.export.dot_critical import view_path
 from opgraph.export.dot_view import ACTIVITY_KINDS, HOST_KINDS, EmptySelection, GraphView, ViewEdge, ViewNode
 from opgraph.graph.arrays import GraphArrays
@@ -223,7 +223,7 @@ def graph_view(G: AnyGraph, window: str | None = None, critical_only: bool = Fal
     wins, mode = [(w.name, w.eid, w.start_ns, w.end_ns) for w in sel], sel.mode
     d = dag if dag is not None else boundary_dag(G, a)
     member = _window_members(a, d, wins)
-    parent = host_parent(a)
+    parent = a.host_parent
     rep = representatives(a, parent, collapse)
 
     # the critical path of every window (the analysis), in positions

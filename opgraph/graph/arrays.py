@@ -94,6 +94,27 @@ class GraphArrays:
     def is_activity(self) -> np.ndarray:
         return self.is_kind(*DEVICE_ACTIVITY_KINDS)
 
+    @cached_property
+    def parent(self) -> np.ndarray:
+        """Per node position: the position of its ``nest`` parent (-1: a root). Nesting is a
+        forest (a node has at most one parent: tests/test_real_traces.py), computed once per
+        view and read-only (docs/model.md, "Nesting")."""
+        parent = np.full(self.n, -1, dtype=np.int64)
+        s, d = self.out_edges("nest")
+        parent[d] = s
+        parent.flags.writeable = False
+        return parent
+
+    @cached_property
+    def host_parent(self) -> np.ndarray:
+        """:attr:`parent` on the host only: -1 for device nodes and for a host event whose
+        parent is not a host event. Read-only."""
+        host = self.is_host
+        parent = np.where(host & (self.parent >= 0), self.parent, -1)
+        parent[parent >= 0] = np.where(host[parent[parent >= 0]], parent[parent >= 0], -1)
+        parent.flags.writeable = False
+        return parent
+
     def out_edges(self, kind: str) -> tuple[np.ndarray, np.ndarray]:
         return self.edges.get(kind, (np.empty(0, np.int64), np.empty(0, np.int64)))
 

@@ -1,5 +1,8 @@
-"""The host nesting tree of a graph's columns: each host event's parent, and the events
-that lie inside a range of interest (docs/model.md, "Nesting")."""
+"""Walks over a nesting forest given as a ``parent`` array (positions, -1 at roots; a
+graph's is :attr:`GraphArrays.parent <opgraph.graph.arrays.GraphArrays.parent>`, stored
+once): climbing to the first marked ancestor, marking ancestors, depths, and the events
+that lie inside a range of interest. Vectorised one tree level at a time (depths: by
+pointer jumping). Positions only, no units (docs/model.md, "Nesting")."""
 
 from __future__ import annotations
 
@@ -13,14 +16,46 @@ from opgraph.names import DATALOADER_RE, annotation_like
 MAX_DEPTH = 4096
 
 
-def host_parent(a: GraphArrays) -> np.ndarray:
-    """Per node position: the position of its host nest parent (-1: none or not host)."""
-    ns, nd = a.out_edges("nest")
-    host = a.is_host
-    m = host[ns] & host[nd]
-    parent = np.full(a.n, -1, dtype=np.int64)
-    parent[nd[m]] = ns[m]
-    return parent
+def climb_to_first(start: np.ndarray, parent: np.ndarray, hit: np.ndarray) -> np.ndarray:
+    """For each start position (-1 = none): the first of itself and its ancestors where
+    ``hit`` is true, else -1."""
+    res = np.full(len(start), -1, dtype=np.int64)
+    idx = np.flatnonzero(start >= 0)
+    cur = start[idx]
+    while len(idx):
+        h = hit[cur]
+        res[idx[h]] = cur[h]
+        idx, cur = idx[~h], parent[cur[~h]]
+        ok = cur >= 0
+        idx, cur = idx[ok], cur[ok]
+    return res
+
+
+def mark_ancestors(start: np.ndarray, parent: np.ndarray, n: int) -> np.ndarray:
+    """Boolean mask (length ``n``) of the strict ancestors of the positions ``start``."""
+    mark = np.zeros(n, dtype=bool)
+    cur = np.unique(parent[start[start >= 0]])
+    cur = cur[cur >= 0]
+    while len(cur):
+        cur = cur[~mark[cur]]
+        mark[cur] = True
+        cur = np.unique(parent[cur])
+        cur = cur[cur >= 0]
+    return mark
+
+
+def tree_depths(parent: np.ndarray) -> np.ndarray:
+    """Depth of every node of a forest given by ``parent`` (-1 for roots), by pointer
+    jumping: O(n log depth), also for one n-deep chain (identical nested events)."""
+    depth = (parent >= 0).astype(np.int64)
+    jump = parent.copy()
+    live = np.flatnonzero(jump >= 0)
+    while len(live):
+        j = jump[live]
+        depth[live] += depth[j]  # synchronous: reads the old depths
+        jump[live] = jump[j]
+        live = live[jump[live] >= 0]
+    return depth
 
 
 def within(parent: np.ndarray, mark: np.ndarray) -> np.ndarray:
@@ -48,10 +83,10 @@ def data_loading_owners(a: GraphArrays, parent: np.ndarray | None = None) -> np.
     dl = host & a.names_match(DATALOADER_RE)
     if not dl.any():
         return dl
-    par = host_parent(a) if parent is None else parent
+    par = a.host_parent if parent is None else parent
     inside = within(par, dl)
     waiting = annotation_like(a.kind, a.name) | (a.kind == "python") | a.names_match(BLOCKING_WAIT_RE)
     return host & inside & (dl | waiting)
 
 
-__all__ = ["MAX_DEPTH", "host_parent", "within", "data_loading_owners"]
+__all__ = ["MAX_DEPTH", "climb_to_first", "mark_ancestors", "tree_depths", "within", "data_loading_owners"]

@@ -50,7 +50,7 @@ from opgraph.graph.linking import COMM_KERNEL_PATTERN
 from opgraph.graph.build import pageable_dtoh
 from opgraph.graph.linking import BLOCKING_COPY_RE, DEVICE_SYNC_RE, EVENT_SYNC_RE, STREAM_SYNC_RE
 from opgraph.graph.threads import BLOCKING_WAIT_RE
-from opgraph.graph.tree import data_loading_owners, host_parent
+from opgraph.graph.tree import data_loading_owners
 from opgraph.names import annotation_like
 from opgraph.time_categories import PATH_CATEGORIES, WAIT_CATEGORIES as CATALOG_WAITS
 
@@ -130,7 +130,7 @@ def boundary_edges(a: GraphArrays) -> BoundaryEdges:
             own_l.append(np.broadcast_to(np.asarray(own, dtype=np.int64), np.shape(s)))
             inf_l.append(np.broadcast_to(np.asarray(inferred, dtype=bool), np.shape(s)))
 
-    parent = host_parent(a)
+    parent = a.host_parent
     nd_ = np.flatnonzero(parent >= 0)
     ns_ = parent[nd_]
     has_child = np.zeros(n, dtype=bool)
