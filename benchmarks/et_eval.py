@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 from opgraph.analysis.crossrank import crossrank_critical_path  # noqa: E402
 from opgraph.analysis.stragglers import rank_comm_waits  # noqa: E402
 from opgraph.analysis.overheads import OverheadParams, overhead_samples, overheads_doc  # noqa: E402
-from opgraph.analysis.iterations import graph_frame  # noqa: E402
+from opgraph.analysis.graph_frame import graph_frame
 from opgraph.graph.io import load_any  # noqa: E402
 from opgraph.predict.et_sim import predict_et  # noqa: E402
 from opgraph.predict.kernel_models import write_json_file  # noqa: E402

@@ -360,7 +360,7 @@ def busy_windows(G: nx.DiGraph | PathLike, step_regex: str | None = None) -> Any
     True
     """
     from opgraph.analysis.busy_windows import busy_windows as _busy
-    from opgraph.analysis.iterations import data_markers_of
+    from opgraph.analysis.data_markers import data_markers_of
 
     return _busy(_columns(G), step_regex, data_markers_of(None))
 
@@ -561,8 +561,11 @@ def breakdown(G: nx.DiGraph | PathLike, device: bool = False, *, depth: int = 3,
     >>> opgraph.breakdown(G).to_frame().shape[0] > 0
     True
     """
-    from opgraph.analysis.breakdown import device_breakdown, device_breakdown_doc, host_breakdown, host_breakdown_doc
-    from opgraph.analysis.iterations import analysis_window, data_markers_of, graph_frame
+    from opgraph.analysis.device_breakdown import device_breakdown, device_breakdown_doc
+    from opgraph.analysis.host_breakdown import host_breakdown, host_breakdown_doc
+    from opgraph.analysis.window import analysis_window
+    from opgraph.analysis.data_markers import data_markers_of
+    from opgraph.analysis.graph_frame import graph_frame
     from opgraph.export.tables import breakdown_frames
 
     device, whole_trace = bool_arg("device", device), bool_arg("whole_trace", whole_trace)
@@ -586,7 +589,8 @@ def iterations(G: nx.DiGraph | PathLike, step_regex: str | None = None) -> Repor
     >>> opgraph.iterations(opgraph.example_trace("gpu_bound", steps=3)).to_frame().shape[0]
     3
     """
-    from opgraph.analysis.iterations import data_markers_of, iterations_doc
+    from opgraph.analysis.data_markers import data_markers_of
+    from opgraph.analysis.step_times import iterations_doc
     from opgraph.export.tables import iterations_frames
 
     step_regex = regex_arg("step_regex", step_regex, all_ok=False)
@@ -602,7 +606,7 @@ def summary(G: nx.DiGraph | PathLike, batch_size: int | None = None, step_regex:
     >>> sorted(r.tables())
     ['summary', 'summary_devices', 'summary_streams']
     """
-    from opgraph.analysis.iterations import data_markers_of
+    from opgraph.analysis.data_markers import data_markers_of
     from opgraph.analysis.multistream import summary_doc
     from opgraph.export.tables import summary_frames
 
@@ -620,7 +624,7 @@ def overheads(G: nx.DiGraph | PathLike, by_shapes: bool = False) -> Report:
     >>> "overheads" in opgraph.overheads(opgraph.example_trace("cpu_bound")).tables()
     True
     """
-    from opgraph.analysis.iterations import graph_frame
+    from opgraph.analysis.graph_frame import graph_frame
     from opgraph.analysis.overheads import OverheadParams, overhead_samples, overheads_doc
     from opgraph.export.tables import overheads_frames
 

@@ -61,7 +61,7 @@ def build_file(trace: str, output: str, *, fmt: str | None = None, et_path: str 
         if iterations is not None:
             if isinstance(got, nx.DiGraph):
                 raise OpgraphInputError(trace, "--iterations needs a raw trace, not a saved graph")
-            from opgraph.analysis.iterations import trim_table
+            from opgraph.analysis.trim import trim_table
 
             try:
                 got = trim_table(got, iterations[0], iterations[1], step_regex)

@@ -27,9 +27,8 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, _run_cli, assert_one_line_error
-from opgraph.analysis.breakdown import (
-    device_breakdown, device_breakdown_doc, host_breakdown, host_breakdown_doc,
-)
+from opgraph.analysis.device_breakdown import device_breakdown, device_breakdown_doc
+from opgraph.analysis.host_breakdown import host_breakdown, host_breakdown_doc
 from opgraph.graph.tree import tree_depths
 from opgraph.errors import OpgraphInputError
 from opgraph.graph import build_graph
@@ -403,7 +402,7 @@ def _schema(name: str) -> dict:
 
 def test_schema_enums_list_every_value_the_code_emits() -> None:
     from opgraph.analysis.critical_path.model import CATEGORIES
-    from opgraph.analysis.iterations import STEP_SOURCES
+    from opgraph.analysis.steps import STEP_SOURCES
     from opgraph.graph.windows import STEP_MARKERS, WINDOW_SOURCES
     from opgraph.graph.build import EDGE_KINDS
     from opgraph.ingest.table import NODE_KINDS

@@ -17,10 +17,11 @@ import pytest
 from click.testing import CliRunner
 
 from opgraph.names import short_kernel_name
-from opgraph.analysis.breakdown import (
-    device_breakdown, device_breakdown_doc, host_breakdown, host_breakdown_doc,
-)
-from opgraph.analysis.iterations import analysis_window, graph_frame, iterations_doc
+from opgraph.analysis.device_breakdown import device_breakdown, device_breakdown_doc
+from opgraph.analysis.host_breakdown import host_breakdown, host_breakdown_doc
+from opgraph.analysis.window import analysis_window
+from opgraph.analysis.graph_frame import graph_frame
+from opgraph.analysis.step_times import iterations_doc
 from opgraph.analysis.multistream import stream_stats, summary_doc
 from opgraph.analysis.overheads import overheads_doc
 from opgraph.graph import build_graph

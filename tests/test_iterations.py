@@ -15,9 +15,10 @@ import networkx as nx
 import pytest
 from click.testing import CliRunner
 
-from opgraph.analysis.iterations import (
-    analysis_window, find_iterations, iteration_table, iterations_doc, trim_table,
-)
+from opgraph.analysis.window import analysis_window
+from opgraph.analysis.steps import find_iterations
+from opgraph.analysis.step_times import iteration_table, iterations_doc
+from opgraph.analysis.trim import trim_table
 from opgraph.intervals import IntervalSet, union_intervals
 from opgraph.errors import OpgraphInputError
 from opgraph.graph import build_graph, node_kind_counts

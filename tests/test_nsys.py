@@ -120,7 +120,7 @@ def test_nvtx_cli_json(cli, tmp_path: Path) -> None:
 
 
 def test_iterations_from_nvtx_step_regex(synth_graph: nx.DiGraph) -> None:
-    from opgraph.analysis.iterations import find_iterations
+    from opgraph.analysis.steps import find_iterations
 
     steps = find_iterations(synth_graph, step_regex=r"^Iteration \d+$")
     assert len(steps.table) == 2

@@ -32,8 +32,11 @@ from opgraph.testing.synth import SCENARIOS, synthesize, write_scenario
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
 def _breakdown(G, device: bool) -> dict:
-    from opgraph.analysis.breakdown import device_breakdown, device_breakdown_doc, host_breakdown, host_breakdown_doc
-    from opgraph.analysis.iterations import analysis_window, data_markers_of, graph_frame
+    from opgraph.analysis.device_breakdown import device_breakdown, device_breakdown_doc
+    from opgraph.analysis.host_breakdown import host_breakdown, host_breakdown_doc
+    from opgraph.analysis.window import analysis_window
+    from opgraph.analysis.data_markers import data_markers_of
+    from opgraph.analysis.graph_frame import graph_frame
 
     f = graph_frame(G)
     w = analysis_window(f, None, data_markers_of(None), use_steps=True)
@@ -46,7 +49,9 @@ def _frame_docs(G) -> dict:
     from opgraph.analysis.categories import gpu_categories
     from opgraph.analysis.counters import cupti_counters
     from opgraph.analysis.info import trace_info
-    from opgraph.analysis.iterations import data_markers_of, graph_frame, iterations_doc
+    from opgraph.analysis.data_markers import data_markers_of
+    from opgraph.analysis.graph_frame import graph_frame
+    from opgraph.analysis.step_times import iterations_doc
     from opgraph.analysis.kernel_stats import kernel_stats
     from opgraph.analysis.memory_bw import memory_bandwidth
     from opgraph.predict.recommendations import recommendations

@@ -89,7 +89,7 @@ def test_profiler_step_host_ranges(tmp_path):
     assert [x.eid for x in w] == [int(a.eid[np.flatnonzero(a.name == f"ProfilerStep#{k}")[0]]) for k in (1, 2, 3)]
     assert w.total_ns() == w.union_ns() == 300_000 and w.overlap_ns() == 0
     # the same windows from the graph, its frame and its columns
-    from opgraph.analysis.iterations import graph_frame
+    from opgraph.analysis.graph_frame import graph_frame
 
     for src in (G, graph_frame(G), WindowColumns.from_graph(G)):
         assert spans(select_windows(src)) == spans(w)
@@ -259,7 +259,9 @@ def test_window_to_dict():
 def steps_by_command(G: nx.DiGraph, path: Path | None = None) -> dict[str, list[tuple[str, int, int]]]:
     """(name, start ns, end ns) of each step, as each command's analysis sees them."""
     from opgraph.analysis.info import find_steps
-    from opgraph.analysis.iterations import find_iterations, graph_frame, iteration_table
+    from opgraph.analysis.steps import find_iterations
+    from opgraph.analysis.graph_frame import graph_frame
+    from opgraph.analysis.step_times import iteration_table
     from opgraph.analysis.nvtx import nvtx_summary
 
     out: dict[str, list[tuple[str, int, int]]] = {}

@@ -34,7 +34,8 @@ import pandas as pd
 
 from opgraph.graph.model import AnyGraph
 from opgraph.analysis.display import TableResult, json_records
-from opgraph.analysis.iterations import K_KERNEL, frame_of
+from opgraph.analysis.kind_codes import K_KERNEL
+from opgraph.analysis.graph_frame import frame_of
 
 #: The TensorBoard profiler plugin's tensor-core kernel-name allowlist (substrings).
 TB_PLUGIN_PATTERNS: tuple[str, ...] = (

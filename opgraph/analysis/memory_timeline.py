@@ -44,7 +44,7 @@ import pandas as pd
 from opgraph.graph.model import AnyGraph
 from opgraph.analysis.device_breakdown import OUTSIDE_OPS
 from opgraph.analysis.display import TableResult, json_records
-from opgraph.analysis.iterations import GraphFrame, graph_frame
+from opgraph.analysis.graph_frame import GraphFrame, graph_frame
 from opgraph.ingest.table import HealthItem
 
 #: Name of the profiler's memory instants.
@@ -228,11 +228,9 @@ def _alloc_ops(f: GraphFrame, m: pd.DataFrame, rows: np.ndarray) -> tuple[np.nda
     inner = np.full(n_q, OUTSIDE_OPS, dtype=object)
     if not n_q or not len(f):
         return outer, inner
-    from opgraph.analysis.breakdown import (
-        DEFAULT_MODULE_MARKERS, host_hierarchy, module_mask, outermost_ops,
-    )
+    from opgraph.analysis.op_hierarchy import DEFAULT_MODULE_MARKERS, host_hierarchy, module_mask, outermost_ops
     from opgraph.graph.tree import tree_depths
-    from opgraph.analysis.iterations import K_CPU_OP
+    from opgraph.analysis.kind_codes import K_CPU_OP
 
     hh = host_hierarchy(f)
     _, top = outermost_ops(f)

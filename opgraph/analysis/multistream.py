@@ -26,7 +26,8 @@ import numpy as np
 import pandas as pd
 
 from opgraph.graph.model import AnyGraph
-from opgraph.analysis.iterations import GraphFrame, Window, analysis_window, frame_of
+from opgraph.analysis.graph_frame import GraphFrame, frame_of
+from opgraph.analysis.window import Window, analysis_window
 from opgraph.intervals import overlap_sweep, union_length_by
 
 
@@ -82,7 +83,7 @@ def stream_stats(G: AnyGraph | GraphFrame, window: Window | tuple[int, int] | No
     ----------
     G : networkx.DiGraph or GraphFrame
     window : Window or (start_ns, end_ns), optional
-        Default: :func:`~opgraph.analysis.iterations.analysis_window` (the steps' span).
+        Default: :func:`~opgraph.analysis.window.analysis_window` (the steps' span).
 
     Returns
     -------
@@ -163,7 +164,7 @@ def summary_doc(G: AnyGraph | GraphFrame, batch_size: int | None = None, step_re
     G : networkx.DiGraph or GraphFrame
     batch_size : int, optional
         Samples per step; QPS is reported only when given.
-    step_regex, data_markers : see :func:`~opgraph.analysis.iterations.find_iterations`.
+    step_regex, data_markers : see :func:`~opgraph.analysis.steps.find_iterations`.
 
     Returns
     -------

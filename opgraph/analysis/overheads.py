@@ -38,8 +38,10 @@ import numpy as np
 import pandas as pd
 
 from opgraph.graph.model import AnyGraph
-from opgraph.analysis.breakdown import DEFAULT_MODULE_MARKERS, host_hierarchy, input_dims, outermost_ops
-from opgraph.analysis.iterations import K_RUNTIME, GraphFrame, Window, analysis_window, frame_of
+from opgraph.analysis.op_hierarchy import DEFAULT_MODULE_MARKERS, host_hierarchy, input_dims, outermost_ops
+from opgraph.analysis.kind_codes import K_RUNTIME
+from opgraph.analysis.graph_frame import GraphFrame, frame_of
+from opgraph.analysis.window import Window, analysis_window
 
 #: The seed's launch APIs, plus their HIP equivalents (which never appear in CUDA traces).
 DEFAULT_LAUNCH_APIS: tuple[str, ...] = (
@@ -132,7 +134,7 @@ def overhead_samples(G: AnyGraph | GraphFrame, params: OverheadParams | None = N
     G : networkx.DiGraph or GraphFrame
     params : OverheadParams, optional
     window : Window, optional
-        Default :func:`~opgraph.analysis.iterations.analysis_window`.
+        Default :func:`~opgraph.analysis.window.analysis_window`.
     with_shapes : bool
         Fill the ``shapes`` column (input dims of the op); else ``"-"``.
 

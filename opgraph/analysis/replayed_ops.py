@@ -3,7 +3,7 @@
 A replayed kernel's launcher is the graph-launch call, which sits under no CPU op. When the
 build mapped it to the op that captured it (``G.graph['graph_replay']``, made by
 :mod:`opgraph.graph.replay`), its op is the outermost non-module op of the capture-time op
-chain (the rule :func:`opgraph.analysis.breakdown.outermost_ops` applies to eager ops).
+chain (the rule :func:`opgraph.analysis.op_hierarchy.outermost_ops` applies to eager ops).
 Otherwise it is named ``(graph replay) <category>`` by its kernel's name
 (:func:`opgraph.analysis.categories.category_by_name`): an honest "we know it is a graph
 replay of, say, a GEMM" rather than a CPU op it was not launched by.
@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 from opgraph.analysis.categories import category_by_name
-from opgraph.analysis.iterations import K_MEMCPY, K_MEMSET, GraphFrame
+from opgraph.analysis.kind_codes import K_MEMCPY, K_MEMSET
+from opgraph.analysis.graph_frame import GraphFrame
 from opgraph.graph.replay import is_graph_launch, replay_map
 
 #: Prefix of the label of a replayed activity not mapped to a capture-time op.
@@ -26,7 +27,7 @@ UNMAPPED_PREFIX = "(graph replay)"
 
 def chain_op(chain: tuple[str, ...], module_markers: Iterable[str]) -> str | None:
     """The outermost name of ``chain`` (outermost first) that is not a module marker (the
-    rule of :func:`opgraph.analysis.breakdown.outermost_ops`); where every name is a module
+    rule of :func:`opgraph.analysis.op_hierarchy.outermost_ops`); where every name is a module
     range, the innermost one (``outermost_ops`` would give no op; a replayed kernel keeps the
     nearest name it was captured under instead); None for an empty chain."""
     ms = tuple(m for m in module_markers if m)

@@ -32,10 +32,11 @@ import numpy as np
 import pandas as pd
 
 from opgraph.graph.model import AnyGraph
-from opgraph.analysis.breakdown import outermost_ops
+from opgraph.analysis.op_hierarchy import outermost_ops
 from opgraph.names import kernel_label as _kernel_label
 from opgraph.analysis.display import TableResult, json_records
-from opgraph.analysis.iterations import K_KERNEL, frame_of
+from opgraph.analysis.kind_codes import K_KERNEL
+from opgraph.analysis.graph_frame import frame_of
 
 #: Columns of the ``patterns`` table.
 COLUMNS: tuple[str, ...] = ("rank", "length", "occurrences", "total_us", "mean_us", "pct_kernel_time", "streams",

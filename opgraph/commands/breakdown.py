@@ -40,10 +40,10 @@ def breakdown(input: str, mode: str, depth: int, top: int | None, shapes: int, t
     Entries are aggregated by name path over all occurrences; at every level the children,
     Others and Unaccounted sum to 100 % of their parent. Data loading (DataLoader markers)
     is reported apart and excluded from the host step time."""
-    from opgraph.analysis.breakdown import (
-        device_breakdown, device_breakdown_doc, host_breakdown, host_breakdown_doc,
-    )
-    from opgraph.analysis.iterations import analysis_window, graph_frame
+    from opgraph.analysis.device_breakdown import device_breakdown, device_breakdown_doc
+    from opgraph.analysis.host_breakdown import host_breakdown, host_breakdown_doc
+    from opgraph.analysis.window import analysis_window
+    from opgraph.analysis.graph_frame import graph_frame
     from opgraph.commands.window_option import window_errors
 
     check_regex(step_regex)

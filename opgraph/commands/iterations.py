@@ -76,7 +76,7 @@ def iterations(input: str, step_regex: str | None, data_marker: tuple[str, ...],
 
     A device activity belongs to the step in which the runtime call that launched it
     started. Step positions (#) are what `build --iterations A:B` selects."""
-    from opgraph.analysis.iterations import iterations_doc
+    from opgraph.analysis.step_times import iterations_doc
     from opgraph.commands.window_option import window_errors
 
     check_regex(step_regex)

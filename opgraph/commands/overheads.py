@@ -43,8 +43,9 @@ def overheads(input: str, output: str | None, by_shapes: bool, t1_max_gap_us: fl
     """CPU overheads of INPUT: T1 (between ops), T2 (op start → first launch), T3 (last
     launch → op end), T4 (launch call, per API), T5 (between launches), and the durations
     of ops that launch nothing (taken whole). Mean, std and n in µs."""
-    from opgraph.analysis.breakdown import DEFAULT_MODULE_MARKERS
-    from opgraph.analysis.iterations import analysis_window, graph_frame
+    from opgraph.analysis.op_hierarchy import DEFAULT_MODULE_MARKERS
+    from opgraph.analysis.window import analysis_window
+    from opgraph.analysis.graph_frame import graph_frame
     from opgraph.analysis.overheads import DEFAULT_LAUNCH_APIS, OverheadParams, overhead_samples, overheads_doc
     from opgraph.commands.window_option import window_errors
 

@@ -3,7 +3,7 @@ event each event is drawn as.
 
 ``op``: every host event inside a top-level CPU op is drawn as that op (its kernels stay);
 ``module``: as its innermost module range (``nn.Module: …``, ``## … ##``, python
-``…: forward`` frames, the other module markers of :mod:`opgraph.analysis.breakdown`),
+``…: forward`` frames, the other module markers of :mod:`opgraph.analysis.op_hierarchy`),
 else its top-level op. Python frames outside any op or module are not drawn.
 """
 
@@ -14,7 +14,7 @@ from typing import Iterable
 
 import numpy as np
 
-from opgraph.analysis.breakdown import DEFAULT_MODULE_MARKERS, module_mask
+from opgraph.analysis.op_hierarchy import DEFAULT_MODULE_MARKERS, module_mask
 from opgraph.export.dot_view import HOST_KINDS
 from opgraph.graph.arrays import GraphArrays
 

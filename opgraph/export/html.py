@@ -97,7 +97,8 @@ def report_data(G: AnyGraph, batch_size: int | None = None, device: str | None =
 
     def window():
         if "w" not in frame:
-            from opgraph.analysis.iterations import analysis_window, graph_frame
+            from opgraph.analysis.window import analysis_window
+            from opgraph.analysis.graph_frame import graph_frame
             f = graph_frame(G)
             frame["f"], frame["w"] = f, analysis_window(f, None, None, use_steps=True)
         return frame["f"], frame["w"]
@@ -107,17 +108,17 @@ def report_data(G: AnyGraph, batch_size: int | None = None, device: str | None =
         return summary_doc(G, batch_size, None, None)
 
     def host():
-        from opgraph.analysis.breakdown import host_breakdown, host_breakdown_doc
+        from opgraph.analysis.host_breakdown import host_breakdown, host_breakdown_doc
         f, w = window()
         return host_breakdown_doc(host_breakdown(f, w, include_python=False), 3, 5, 3)
 
     def dev():
-        from opgraph.analysis.breakdown import device_breakdown, device_breakdown_doc
+        from opgraph.analysis.device_breakdown import device_breakdown, device_breakdown_doc
         f, w = window()
         return device_breakdown_doc(device_breakdown(f, w, include_python=False), 3, 10)
 
     def overheads():
-        from opgraph.analysis.breakdown import DEFAULT_MODULE_MARKERS
+        from opgraph.analysis.op_hierarchy import DEFAULT_MODULE_MARKERS
         from opgraph.analysis.overheads import (
             DEFAULT_LAUNCH_APIS, OverheadParams, overhead_samples, overheads_doc,
         )

@@ -222,7 +222,7 @@ def render_summary(doc: dict[str, Any], console: Console) -> None:
 def breakdown_frames(doc: dict[str, Any]) -> dict[str, pd.DataFrame]:
     """Flat tables of a breakdown document: ``host`` or ``device_tree`` +
     ``device_streams`` + ``device_ops``."""
-    from opgraph.analysis.breakdown import flatten_tree
+    from opgraph.analysis.breakdown_tree import flatten_tree
 
     if doc["mode"] == "host":
         rows = []

@@ -283,7 +283,7 @@ class WindowColumns:
     def of(cls, src: Any) -> "WindowColumns":
         """Columns of ``src``: a :class:`WindowColumns`, a
         :class:`~opgraph.graph.arrays.GraphArrays`, a networkx graph, or anything with a
-        ``window_columns()`` method (the :class:`~opgraph.analysis.iterations.GraphFrame`)."""
+        ``window_columns()`` method (the :class:`~opgraph.analysis.graph_frame.GraphFrame`)."""
         if isinstance(src, WindowColumns):
             return src
         if isinstance(src, GraphArrays):

@@ -126,7 +126,7 @@ def _keys(values: list, types: list) -> list[tuple[str, int]]:
 def et_ops(path: str, doc: Any, module_markers: tuple[str, ...] | None = None,
            data_markers: tuple[str, ...] = ("DataLoader",)) -> EtWalk:
     """The top-level operators of an ET document (see the module docstring)."""
-    from opgraph.analysis.breakdown import DEFAULT_MODULE_MARKERS
+    from opgraph.analysis.op_hierarchy import DEFAULT_MODULE_MARKERS
     from opgraph.ingest.et import node_kind, normalise
 
     markers = tuple(module_markers if module_markers is not None else DEFAULT_MODULE_MARKERS)

@@ -22,8 +22,10 @@ import numpy as np
 import pandas as pd
 
 from opgraph.graph.model import AnyGraph, arrays_of
-from opgraph.analysis.breakdown import input_dims
-from opgraph.analysis.iterations import K_KERNEL, K_MEMCPY, K_MEMSET, K_RUNTIME, GraphFrame, Window, frame_of
+from opgraph.analysis.op_hierarchy import input_dims
+from opgraph.analysis.kind_codes import K_KERNEL, K_MEMCPY, K_MEMSET, K_RUNTIME
+from opgraph.analysis.graph_frame import GraphFrame, frame_of
+from opgraph.analysis.window import Window
 from opgraph.analysis.overheads import OverheadParams, select_ops
 from opgraph.predict.kernel_models import (
     Activity, ApiTiming, KernelLookup, LookupEntry, RooflineCalibration, device_peaks, fit_classes, op_class,
