@@ -9,6 +9,10 @@ Graph cache: the session fixture ``kineto_graph`` is parametrised over every fil
 ``A_kineto``; pytest groups the tests by trace, so each real trace is read and built once
 for all the tests that need it and is released when the next trace starts (the cache
 below keeps only the last few graphs, so memory stays bounded).
+
+Test modules import these helpers one way, ``from conftest import ...`` (the module pytest
+itself loaded: importing it as ``tests.conftest`` would make a second copy with its own
+graph cache); ``tests/test_architecture.py`` checks it.
 """
 
 from __future__ import annotations

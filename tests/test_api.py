@@ -110,7 +110,7 @@ def test_bad_input_is_one_line_error(tmp_path: Path) -> None:
 @pytest.mark.real_traces
 def test_real_trace_notebook_flow() -> None:
     """The README's notebook lines on a real training trace."""
-    from tests.conftest import KINETO_DIR
+    from conftest import KINETO_DIR
 
     p = KINETO_DIR / "kineto_tbplugin_resnet50_w0_2021-06.pt.trace.json.gz"
     if not p.exists():

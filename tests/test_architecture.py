@@ -96,3 +96,14 @@ def test_rank_declared_where_it_means_something() -> None:
     for name, cmd in main.commands.items():
         takes_input = any(isinstance(p, click.Argument) for p in cmd.params)
         assert any(p.name == "rank" for p in cmd.params) == (takes_input and name not in NO_RANK_COMMANDS), name
+
+
+def test_test_helpers_are_imported_one_way() -> None:
+    """Tests import shared helpers as ``conftest`` / sibling modules, never through a
+    ``tests.`` package path (a second copy of conftest with its own graph cache)."""
+    import re
+
+    bad = [f"{p.name}:{i}" for p in sorted((ROOT / "tests").glob("*.py"))
+           for i, ln in enumerate(p.read_text().splitlines(), 1)
+           if re.match(r"\s*(from tests[. ]|import tests\b)", ln)]
+    assert not bad, bad

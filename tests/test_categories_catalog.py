@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import table_headers
+from conftest import table_headers
 from opgraph.time_categories import COLOURS, CROSS_RANK_CATEGORIES, IDLE_CAUSES, PATH_CATEGORIES, WAIT_CATEGORIES
 
 

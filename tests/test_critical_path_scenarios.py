@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import table_headers
+from conftest import table_headers
 
 from opgraph.analysis.critical_path import CATEGORIES, critical_path
 from opgraph.graph.io import load_any

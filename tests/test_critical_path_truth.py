@@ -243,7 +243,7 @@ def test_negative_queue_length_waits_on_the_awaited_work() -> None:
     cudaStreamWaitEvent are linked to the copies and concatenations the thread launched on
     stream 27 before each wait (20 edges); ProfilerStep#551's path reaches that work instead
     of a 30.5 ms device wait on the wait call, and no device wait on it exceeds 10 ms."""
-    from tests.conftest import KINETO_DIR, load_graph
+    from conftest import KINETO_DIR, load_graph
 
     p = KINETO_DIR / "hta_negative_queue_length_rank0.json.gz"
     if not p.exists():
@@ -265,7 +265,7 @@ def test_sglang_decode_wait_is_a_device_wait() -> None:
     blocking hipMemcpyWithStream that runs meanwhile carries no blame; the critical path
     calls it device_wait too, never launch_overhead."""
     from opgraph.analysis.idle import idle_time
-    from tests.conftest import KINETO_DIR, load_graph
+    from conftest import KINETO_DIR, load_graph
 
     p = KINETO_DIR / "tracelens_sglang_qwen3_8b_decode.json.gz"
     if not p.exists():
@@ -293,7 +293,7 @@ def test_resnet50_steps_walk_forward_then_backward(stem: str) -> None:
     the backward kernels queue up to 25 ms behind, but the optimizer's 28 ms of dispatch on
     the main thread lets the GPU catch up, so the last kernel starts right after its
     launch), no kernel is on the path, and that is true."""
-    from tests.conftest import KINETO_DIR, load_graph
+    from conftest import KINETO_DIR, load_graph
 
     p = KINETO_DIR / f"{stem}.pt.trace.json.gz"
     if not p.exists():

@@ -107,7 +107,7 @@ def test_rank_cut_from_columns_equals_the_rank_built_alone(tmp_path: Path) -> No
     """``rank_subgraph`` on a job's columns: each rank's nodes, edges (their node-id
     attributes taken back to local ids), events and critical path equal its own trace
     built alone; on the aligned clock only the times move; the networkx job cuts the same."""
-    from tests.test_trace_model import assert_same_arrays
+    from test_trace_model import assert_same_arrays
 
     for files in _job_dirs(tmp_path):
         out = tmp_path / "job.gpickle"

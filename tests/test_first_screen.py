@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 from rich.cells import cell_len
 
-from tests.conftest import KINETO_DIR, requires_traces
+from conftest import KINETO_DIR, requires_traces
 
 #: Real traces of different shapes: a CPU-bound training run with long op names, an LLM
 #: decode with C++/Triton kernel names, an accelerator that is not a GPU, a small

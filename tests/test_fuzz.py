@@ -31,7 +31,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import CliResult, _run_cli
-from tests import fuzz_cases as fuzz
+import fuzz_cases as fuzz
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLE = ROOT / "docs" / "fuzz-cases.md"

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import opgraph
-from tests.conftest import KINETO_DIR
+from conftest import KINETO_DIR
 
 ROOT = Path(__file__).resolve().parent.parent
 

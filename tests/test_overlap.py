@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 import opgraph
 from opgraph.cli import main
-from tests.conftest import KINETO_DIR
+from conftest import KINETO_DIR
 
 ROOT = Path(__file__).resolve().parent.parent
 T0 = 1_700_000_000_000_000  # µs

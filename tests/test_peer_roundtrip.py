@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import KINETO_DIR
+from conftest import KINETO_DIR
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "benchmarks" / "peers" / "hta_roundtrip.py"

@@ -20,7 +20,7 @@ from opgraph.predict.kernel_models import (
     microbench_profile, op_class, shape_key, tbe_params,
 )
 from opgraph.schemas_util import validation_error
-from tests.conftest import TRACES, requires_traces
+from conftest import TRACES, requires_traces
 
 SEED = "V100 (seed 001)"
 

@@ -290,7 +290,7 @@ def test_execution_trace_times_are_called_ordinal(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
     from opgraph.cli import main
-    from tests.conftest import TRACES
+    from conftest import TRACES
 
     p = TRACES / "B_et" / "hta_simple_add_et.json.gz"
     if not p.exists():

@@ -10,7 +10,7 @@ import pytest
 from opgraph.graph.model import arrays_of
 from opgraph.graph.tree import climb_to_first, mark_ancestors, tree_depths, within
 from opgraph.ingest.table import HOST_KINDS
-from tests.conftest import KINETO_DIR, ROOT, load_graph, requires_traces
+from conftest import KINETO_DIR, ROOT, load_graph, requires_traces
 
 SYNTH = ROOT / "fixtures" / "synth" / "gpu_bound.json"
 REAL = ("hta_critical_path_alexnet.json.gz", "hta_mtia_inference_rank0.json.gz",
