@@ -193,7 +193,7 @@ def build(trace: PathLike | Sequence[PathLike], output: PathLike | None = None, 
         check_output_path(output, _sources(trace, capture))  # before any work: never over an input
     if capture is not None:
         from opgraph.graph.build import build_graph
-        from opgraph.graph.replay import attach_capture_files
+        from opgraph.graph.graph_replay import attach_capture_files
         from opgraph.ingest import read_trace
 
         if not isinstance(trace, str):

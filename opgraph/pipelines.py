@@ -78,9 +78,9 @@ def build_file(trace: str, output: str, *, fmt: str | None = None, et_path: str 
             if et_path is not None:  # link an execution trace (opgraph/graph/et_link.py)
                 from opgraph.graph.et_link import attach_et_file, report_line
                 note(report_line(attach_et_file(got, et_path)))
-            if captures:  # graph replays -> the ops that captured them (opgraph/graph/replay.py)
-                from opgraph.graph.replay import attach_capture_files
-                from opgraph.graph.replay import report_line as replay_line
+            if captures:  # graph replays -> the ops that captured them (opgraph/graph/graph_replay.py)
+                from opgraph.graph.graph_replay import attach_capture_files
+                from opgraph.graph.graph_replay import report_line as replay_line
                 step("captures")
                 note(replay_line(attach_capture_files(got, list(captures))))
             payload = build_payload(got, step)

@@ -507,7 +507,7 @@ def test_nested_capture_is_bounded(cli, tmp_path: Path) -> None:
     assert_one_line_error(r, cap, "nested more than 32 deep")
     assert time.monotonic() - t0 < 60
     # a few nested begins with one end: one capture (the innermost), not one per begin
-    from opgraph.graph.replay import captured_graphs
+    from opgraph.graph.graph_replay import captured_graphs
     from opgraph.ingest import read_trace
 
     graphs = captured_graphs(read_trace(_nested_capture(tmp_path, 5)))

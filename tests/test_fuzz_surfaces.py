@@ -273,7 +273,7 @@ def test_fuzz_capture_files(calls: list, deep: int) -> None:
         begins = sum(1 for n, _ in calls if "Begin" in n) + deep
         ends = sum(1 for n, _ in calls if "End" in n)
         if r.exit_code == 0:
-            from opgraph.graph.replay import captured_graphs
+            from opgraph.graph.graph_replay import captured_graphs
             from opgraph.ingest import read_trace
             assert len(captured_graphs(read_trace(cap))) <= min(begins, ends)
 

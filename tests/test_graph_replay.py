@@ -1,4 +1,4 @@
-"""CUDA/HIP-graph replays attributed to the ops that captured them (opgraph/graph/replay.py,
+"""CUDA/HIP-graph replays attributed to the ops that captured them (opgraph/graph/graph_replay.py,
 docs/graph-replay.md): exact on synthesized capture/replay pairs, and on the real vLLM
 capture and replay traces in ../shared/traces."""
 
@@ -13,10 +13,10 @@ import pytest
 
 import opgraph
 from opgraph.analysis.device_breakdown import OUTSIDE_OPS, device_breakdown, device_breakdown_doc
-from opgraph.graph.replay import attach_capture_files, captured_graphs
+from opgraph.graph.graph_replay import attach_capture_files, captured_graphs
 from opgraph.ingest import read_trace
 from opgraph.schemas_util import validation_error
-from opgraph.testing.synth_replay import EXPECTED_OPS, LAYERS, write_pair
+from opgraph.testing.synth_graph_replay import EXPECTED_OPS, LAYERS, write_pair
 
 from conftest import TRACES
 
@@ -101,7 +101,7 @@ def test_without_capture_falls_back_to_categories(cli, tmp_path: Path) -> None:
 
 def test_capture_in_the_same_trace(tmp_path: Path) -> None:
     """A trace holding both the capture and its replays needs no --capture."""
-    from opgraph.testing.synth_replay import capture_trace, replay_trace
+    from opgraph.testing.synth_graph_replay import capture_trace, replay_trace
 
     cap, rep = capture_trace(True), replay_trace(STEPS)
     p = tmp_path / "both.json"

@@ -15,7 +15,7 @@ import pytest
 from opgraph.graph.arrays import GraphArrays
 from opgraph.analysis.critical_path import critical_path
 from opgraph.predict import parse_transforms, predict
-from opgraph.predict.replay import R, build_model, simulate
+from opgraph.predict.simulation import R, build_model, simulate
 from opgraph.predict.whatif import WhatIfError, parse_duration, parse_scale
 from opgraph.schemas_util import validate
 

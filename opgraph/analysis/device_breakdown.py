@@ -25,7 +25,7 @@ from opgraph.analysis.kind_codes import K_KERNEL
 from opgraph.analysis.multistream import device_stats, stream_stats
 from opgraph.analysis.op_hierarchy import DEFAULT_MODULE_MARKERS, outermost_ops
 from opgraph.analysis.replayed_ops import replayed_ops
-from opgraph.analysis.window import Window, analysis_window
+from opgraph.analysis.window import AnalysisWindow, analysis_window
 from opgraph.names import short_kernel_name
 
 __all__ = ["NO_LAUNCH", "OUTSIDE_OPS", "DeviceBreakdown", "device_breakdown", "device_breakdown_doc"]
@@ -48,7 +48,7 @@ class DeviceBreakdown:
     ``devices``: :func:`~opgraph.analysis.multistream.device_stats` (busy, idle, overlap).
     """
 
-    window: Window
+    window: AnalysisWindow
     items: pd.DataFrame
     streams: pd.DataFrame
     ops: pd.DataFrame
@@ -56,7 +56,7 @@ class DeviceBreakdown:
     devices: pd.DataFrame
 
 
-def device_breakdown(G: AnyGraph | GraphFrame, window: Window | None = None, step_regex: str | None = None,
+def device_breakdown(G: AnyGraph | GraphFrame, window: AnalysisWindow | None = None, step_regex: str | None = None,
                      data_markers: Iterable[str] | None = None,
                      module_markers: Iterable[str] = DEFAULT_MODULE_MARKERS,
                      short_names: bool = True, include_python: bool = False) -> DeviceBreakdown:
@@ -65,7 +65,7 @@ def device_breakdown(G: AnyGraph | GraphFrame, window: Window | None = None, ste
     Parameters
     ----------
     G : networkx.DiGraph or GraphFrame
-    window : Window, optional
+    window : AnalysisWindow, optional
     step_regex, data_markers : optional
         See :func:`~opgraph.analysis.steps.find_iterations`.
     module_markers : iterable of str

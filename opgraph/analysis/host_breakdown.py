@@ -26,7 +26,7 @@ from opgraph.analysis.breakdown_tree import OTHERS, UNACCOUNTED, doc_source, tre
 from opgraph.analysis.graph_frame import GraphFrame, frame_of
 from opgraph.analysis.kind_codes import K_CPU_OP
 from opgraph.analysis.op_hierarchy import host_hierarchy, input_dims
-from opgraph.analysis.window import Window, analysis_window
+from opgraph.analysis.window import AnalysisWindow, analysis_window
 from opgraph.ingest.steps import STEP_RE
 
 __all__ = ["HostBreakdown", "host_breakdown", "host_breakdown_doc"]
@@ -72,7 +72,7 @@ class HostBreakdown:
     """
 
     frame: GraphFrame
-    window: Window
+    window: AnalysisWindow
     paths: pd.DataFrame
     threads: pd.DataFrame
     event_path: np.ndarray
@@ -82,14 +82,14 @@ class HostBreakdown:
     parent: np.ndarray
 
 
-def host_breakdown(G: AnyGraph | GraphFrame, window: Window | None = None, step_regex: str | None = None,
+def host_breakdown(G: AnyGraph | GraphFrame, window: AnalysisWindow | None = None, step_regex: str | None = None,
                    data_markers: Iterable[str] | None = None, include_python: bool = False) -> HostBreakdown:
     """Aggregate the CPU hierarchy by name path, per thread, over all occurrences.
 
     Parameters
     ----------
     G : networkx.DiGraph or GraphFrame
-    window : Window, optional
+    window : AnalysisWindow, optional
         Default :func:`~opgraph.analysis.window.analysis_window` with ``step_regex``
         and ``data_markers``.
     step_regex, data_markers : optional

@@ -27,7 +27,7 @@ import pandas as pd
 
 from opgraph.graph.model import AnyGraph
 from opgraph.analysis.graph_frame import GraphFrame, frame_of
-from opgraph.analysis.window import Window, analysis_window
+from opgraph.analysis.window import AnalysisWindow, analysis_window
 from opgraph.intervals import overlap_sweep, union_length_by
 
 
@@ -76,13 +76,13 @@ def _clip(f: GraphFrame, idx: np.ndarray, w0: int, w1: int) -> tuple[np.ndarray,
     return a, np.maximum(a, b)
 
 
-def stream_stats(G: AnyGraph | GraphFrame, window: Window | tuple[int, int] | None = None) -> pd.DataFrame:
+def stream_stats(G: AnyGraph | GraphFrame, window: AnalysisWindow | tuple[int, int] | None = None) -> pd.DataFrame:
     """Per (device, stream) activity inside a window.
 
     Parameters
     ----------
     G : networkx.DiGraph or GraphFrame
-    window : Window or (start_ns, end_ns), optional
+    window : AnalysisWindow or (start_ns, end_ns), optional
         Default: :func:`~opgraph.analysis.window.analysis_window` (the steps' span).
 
     Returns
@@ -115,15 +115,15 @@ def stream_stats(G: AnyGraph | GraphFrame, window: Window | tuple[int, int] | No
     return out[cols].astype({c: np.int64 for c in cols})
 
 
-def _window_bounds(f: GraphFrame, window: Window | tuple[int, int] | None) -> tuple[int, int]:
+def _window_bounds(f: GraphFrame, window: AnalysisWindow | tuple[int, int] | None) -> tuple[int, int]:
     if window is None:
         window = analysis_window(f)
-    if isinstance(window, Window):
+    if isinstance(window, AnalysisWindow):
         return window.start, window.end
     return int(window[0]), int(window[1])
 
 
-def device_stats(G: AnyGraph | GraphFrame, window: Window | tuple[int, int] | None = None) -> pd.DataFrame:
+def device_stats(G: AnyGraph | GraphFrame, window: AnalysisWindow | tuple[int, int] | None = None) -> pd.DataFrame:
     """Per device: union busy time, Σ per-stream active, overlap and idle in a window.
 
     Returns

@@ -41,7 +41,7 @@ from opgraph.graph.model import AnyGraph
 from opgraph.analysis.op_hierarchy import DEFAULT_MODULE_MARKERS, host_hierarchy, input_dims, outermost_ops
 from opgraph.analysis.kind_codes import K_RUNTIME
 from opgraph.analysis.graph_frame import GraphFrame, frame_of
-from opgraph.analysis.window import Window, analysis_window
+from opgraph.analysis.window import AnalysisWindow, analysis_window
 
 #: The seed's launch APIs, plus their HIP equivalents (which never appear in CUDA traces).
 DEFAULT_LAUNCH_APIS: tuple[str, ...] = (
@@ -126,14 +126,14 @@ def select_ops(f: GraphFrame, p: OverheadParams, window: Any = None) -> OpSelect
 
 
 def overhead_samples(G: AnyGraph | GraphFrame, params: OverheadParams | None = None,
-                     window: Window | None = None, with_shapes: bool = False) -> tuple[pd.DataFrame, pd.DataFrame, Window]:
+                     window: AnalysisWindow | None = None, with_shapes: bool = False) -> tuple[pd.DataFrame, pd.DataFrame, AnalysisWindow]:
     """Raw T1-T5 samples.
 
     Parameters
     ----------
     G : networkx.DiGraph or GraphFrame
     params : OverheadParams, optional
-    window : Window, optional
+    window : AnalysisWindow, optional
         Default :func:`~opgraph.analysis.window.analysis_window`.
     with_shapes : bool
         Fill the ``shapes`` column (input dims of the op); else ``"-"``.
@@ -257,7 +257,7 @@ def _group_stats(df: pd.DataFrame, key: str, outliers: str | None = None) -> dic
 
 
 def overheads_doc(G: AnyGraph | GraphFrame, params: OverheadParams | None = None, by_shapes: bool = False,
-                  samples: tuple[pd.DataFrame, pd.DataFrame, Window] | None = None) -> dict[str, Any]:
+                  samples: tuple[pd.DataFrame, pd.DataFrame, AnalysisWindow] | None = None) -> dict[str, Any]:
     """The overheads JSON (schemas/overheads.schema.json), consumed by prediction.
 
     Parameters

@@ -2,7 +2,7 @@
 
 A replayed kernel's launcher is the graph-launch call, which sits under no CPU op. When the
 build mapped it to the op that captured it (``G.graph['graph_replay']``, made by
-:mod:`opgraph.graph.replay`), its op is the outermost non-module op of the capture-time op
+:mod:`opgraph.graph.graph_replay`), its op is the outermost non-module op of the capture-time op
 chain (the rule :func:`opgraph.analysis.op_hierarchy.outermost_ops` applies to eager ops).
 Otherwise it is named ``(graph replay) <category>`` by its kernel's name
 (:func:`opgraph.analysis.categories.category_by_name`): an honest "we know it is a graph
@@ -19,7 +19,7 @@ import pandas as pd
 from opgraph.analysis.categories import category_by_name
 from opgraph.analysis.kind_codes import K_MEMCPY, K_MEMSET
 from opgraph.analysis.graph_frame import GraphFrame
-from opgraph.graph.replay import is_graph_launch, replay_map
+from opgraph.graph.graph_replay import is_graph_launch, replay_map
 
 #: Prefix of the label of a replayed activity not mapped to a capture-time op.
 UNMAPPED_PREFIX = "(graph replay)"

@@ -1,8 +1,8 @@
 """The analysis window: the time span the breakdown, overheads and multistream analyses
 cover (first step start to last step end, else the whole trace) and the data loading
-inside it (:class:`Window`, :func:`analysis_window`).
+inside it (:class:`AnalysisWindow`, :func:`analysis_window`).
 
-Times are integer ns inside; :meth:`Window.to_dict` writes µs (and the ns bounds).
+Times are integer ns inside; :meth:`AnalysisWindow.to_dict` writes µs (and the ns bounds).
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ from opgraph.analysis.kind_codes import K_PYTHON
 from opgraph.analysis.steps import Steps, find_iterations
 from opgraph.intervals import IntervalSet
 
-__all__ = ["Window", "analysis_window"]
+__all__ = ["AnalysisWindow", "analysis_window"]
 
 
 @dataclass
-class Window:
+class AnalysisWindow:
     """The time window an analysis covers (ns) and the data loading inside it.
 
     ``start``/``end``: first step start to last step end when steps exist, else the span
@@ -62,7 +62,7 @@ class Window:
 
 def analysis_window(G: AnyGraph | GraphFrame, step_regex: str | None = None,
                     data_markers: Iterable[str] | None = None, use_steps: bool = True,
-                    min_data_loading_us: float = 0.0) -> Window:
+                    min_data_loading_us: float = 0.0) -> AnalysisWindow:
     """The window analyses cover and the data loading inside it.
 
     Parameters
@@ -80,7 +80,7 @@ def analysis_window(G: AnyGraph | GraphFrame, step_regex: str | None = None,
 
     Returns
     -------
-    Window
+    AnalysisWindow
     """
     f = frame_of(G)
     markers = data_markers_of(data_markers)
@@ -100,4 +100,4 @@ def analysis_window(G: AnyGraph | GraphFrame, step_regex: str | None = None,
     a = np.clip(f.ts[dn], start, end)
     b = np.clip(f.end[dn], start, end)
     ok = b > a
-    return Window(start, end, steps, IntervalSet(a[ok], b[ok]), dn, markers)
+    return AnalysisWindow(start, end, steps, IntervalSet(a[ok], b[ok]), dn, markers)

@@ -170,7 +170,7 @@ def replay_args(G: AnyGraph) -> dict[int, dict[str, Any]]:
     docs/graph-replay.md): ``opgraph.captured_op`` (the op chain at capture, outermost
     first, joined by `` > ``), ``opgraph.capture_annotation`` (the innermost annotation,
     when any) and ``opgraph.capture_evidence``."""
-    from opgraph.graph.replay import replay_map
+    from opgraph.graph.graph_replay import replay_map
 
     m, chains, anns = replay_map(G.graph)
     k_op, k_ann, k_ev = ARG_PREFIX + "captured_op", ARG_PREFIX + "capture_annotation", ARG_PREFIX + "capture_evidence"

@@ -1,5 +1,5 @@
 """The predicted timeline of ``opgraph predict --perfetto`` as a Chrome/Perfetto trace
-(:mod:`opgraph.predict.replay` computes the times; this module writes them)."""
+(:mod:`opgraph.predict.simulation` computes the times; this module writes them)."""
 
 from __future__ import annotations
 

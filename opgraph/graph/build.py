@@ -96,8 +96,8 @@ def build_payload(table: EventTable, step: Step = _noop) -> dict[str, Any]:
     """The graph of ``table`` in column form (what ``.gpickle`` files hold); turn it into a
     ``DiGraph`` with :func:`opgraph.graph.payload.payload_to_digraph`. ``opgraph build`` saves it
     directly, without making millions of Python dicts it would only take apart again."""
-    if "graph_replay" not in table.meta:  # graph replays -> the ops that captured them (graph/replay.py)
-        from opgraph.graph.replay import attach_captures
+    if "graph_replay" not in table.meta:  # graph replays -> the ops that captured them (graph/graph_replay.py)
+        from opgraph.graph.graph_replay import attach_captures
         attach_captures(table)
     ev = table.frame   # without args while they are raw JSON text (read by rows: table.event_args())
     args = table.event_args()

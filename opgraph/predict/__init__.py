@@ -26,7 +26,7 @@ from opgraph.graph.arrays import GraphArrays
 from opgraph.graph.model import AnyGraph, as_networkx
 from opgraph.intervals import union_intervals
 from opgraph.analysis.critical_path import CATEGORIES, CriticalPathResult, critical_path
-from opgraph.predict.replay import (
+from opgraph.predict.simulation import (
     NEVER, BoundaryModel, build_model, critical_dag, predicted_arrays, predicted_graph, simulate,
 )
 from opgraph.predict.whatif import Transform, WhatIfError, apply, device_factors, parse_transforms
@@ -327,7 +327,7 @@ def predict(G: AnyGraph, transforms: list[Transform] | None = None, *, window: s
     infer : bool
         Add the dependencies the graph lacks but the trace shows (launch-queue
         back-pressure, cross-thread hand-offs, cross-stream waits); see
-        :func:`opgraph.predict.replay.build_model`.
+        :func:`opgraph.predict.simulation.build_model`.
 
     Raises ``ValueError`` for an unknown device (the CLI turns it into a one-line error).
     """

@@ -91,7 +91,7 @@ def category_gains(G: Any, shares: Sequence[tuple[str, float]], min_share_pct: f
     from dataclasses import replace
 
     from opgraph.predict import predict
-    from opgraph.predict.replay import build_model
+    from opgraph.predict.simulation import build_model
 
     cats = [c for c, p in shares if p >= min_share_pct and c in LEVERS]
     if not cats:

@@ -25,7 +25,7 @@ from opgraph.graph.model import AnyGraph, arrays_of
 from opgraph.analysis.op_hierarchy import input_dims
 from opgraph.analysis.kind_codes import K_KERNEL, K_MEMCPY, K_MEMSET, K_RUNTIME
 from opgraph.analysis.graph_frame import GraphFrame, frame_of
-from opgraph.analysis.window import Window
+from opgraph.analysis.window import AnalysisWindow
 from opgraph.analysis.overheads import OverheadParams, select_ops
 from opgraph.predict.kernel_models import (
     Activity, ApiTiming, KernelLookup, LookupEntry, RooflineCalibration, device_peaks, fit_classes, op_class,
@@ -54,7 +54,7 @@ class ProfileOps:
     ``comm_waits``: what was removed (``kernels``, ``removed_us``), or None."""
 
     frame: GraphFrame
-    window: Window
+    window: AnalysisWindow
     ops: pd.DataFrame
     calls: pd.DataFrame
     acts: pd.DataFrame
@@ -78,7 +78,7 @@ def _sync_waits(f: GraphFrame) -> pd.Series:
 
 
 def profile_ops(G: AnyGraph | GraphFrame, params: OverheadParams | None = None,
-                window: Window | None = None, comm_waits: Mapping[int, int] | None = None) -> ProfileOps:
+                window: AnalysisWindow | None = None, comm_waits: Mapping[int, int] | None = None) -> ProfileOps:
     """The top-level ops of a profiled graph with their launch calls and device activities.
 
     ``comm_waits``: node id -> ns of cross-rank wait inside that collective kernel
@@ -134,7 +134,7 @@ def profile_ops(G: AnyGraph | GraphFrame, params: OverheadParams | None = None,
     return ProfileOps(f, w, O, calls, A, cw_doc)
 
 
-def _gaps_before(O: pd.DataFrame, lane: np.ndarray, w: Window) -> np.ndarray:
+def _gaps_before(O: pd.DataFrame, lane: np.ndarray, w: AnalysisWindow) -> np.ndarray:
     """Per op: the host time between the previous top-level op of its thread and it (ns),
     minus the part covered by other threads' top-level ops (a thread blocked while the
     autograd thread runs) and by data loading; NaN for a thread's first op."""

@@ -1,6 +1,6 @@
 """What-if transforms: parsed, validated, applied to the lags of a boundary model.
 
-Each transform changes only the lags it touches (see :mod:`opgraph.predict.replay` for
+Each transform changes only the lags it touches (see :mod:`opgraph.predict.simulation` for
 the roles):
 
 * ``scale_kernels REGEX=F``: the span of every device activity (kernel, memcpy, memset)
@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from opgraph.graph.linking import LAUNCH_API_RE
-from opgraph.predict.replay import NEVER, ROLES, R, BoundaryModel
+from opgraph.predict.simulation import NEVER, ROLES, R, BoundaryModel
 
 #: Roles whose lag is a latency (replaced by ``typical_latencies``).
 LATENCY_ROLES = ("launch", "stream", "evwait", "sync", "blockcopy", "queue", "handoff_start", "handoff_resume")

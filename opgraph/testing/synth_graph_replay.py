@@ -1,5 +1,5 @@
 """A CUDA/HIP-graph capture trace and a replay trace whose mapping is known by construction
-(docs/graph-replay.md, :mod:`opgraph.graph.replay`).
+(docs/graph-replay.md, :mod:`opgraph.graph.graph_replay`).
 
 The capture (one thread): an eager ``aten::fill_`` kernel that runs (so it is *not* part of
 the graph), then ``cudaStreamBeginCapture``, :data:`LAYERS` layers of
