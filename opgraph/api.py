@@ -253,7 +253,7 @@ def info(G: nx.DiGraph | PathLike) -> Report:
     """
     from opgraph.analysis.info import trace_info
 
-    from opgraph.export.tables import info_frames
+    from opgraph.export.tables.documents import info_frames
 
     doc = trace_info(_graph(G))
     frames = info_frames(doc)
@@ -566,7 +566,7 @@ def breakdown(G: nx.DiGraph | PathLike, device: bool = False, *, depth: int = 3,
     from opgraph.analysis.window import analysis_window
     from opgraph.analysis.data_markers import data_markers_of
     from opgraph.analysis.graph_frame import graph_frame
-    from opgraph.export.tables import breakdown_frames
+    from opgraph.export.tables.documents import breakdown_frames
 
     device, whole_trace = bool_arg("device", device), bool_arg("whole_trace", whole_trace)
     depth = number_arg("depth", depth, minimum=1, integer=True)
@@ -591,7 +591,7 @@ def iterations(G: nx.DiGraph | PathLike, step_regex: str | None = None) -> Repor
     """
     from opgraph.analysis.data_markers import data_markers_of
     from opgraph.analysis.step_times import iterations_doc
-    from opgraph.export.tables import iterations_frames
+    from opgraph.export.tables.documents import iterations_frames
 
     step_regex = regex_arg("step_regex", step_regex, all_ok=False)
     return _doc_report("iterations", iterations_doc(_columns(G), step_regex, data_markers_of(None)), iterations_frames)
@@ -608,7 +608,7 @@ def summary(G: nx.DiGraph | PathLike, batch_size: int | None = None, step_regex:
     """
     from opgraph.analysis.data_markers import data_markers_of
     from opgraph.analysis.multistream import summary_doc
-    from opgraph.export.tables import summary_frames
+    from opgraph.export.tables.documents import summary_frames
 
     batch_size = number_arg("batch_size", batch_size, minimum=1, integer=True, none_ok=True)
     step_regex = regex_arg("step_regex", step_regex, all_ok=False)
@@ -626,7 +626,7 @@ def overheads(G: nx.DiGraph | PathLike, by_shapes: bool = False) -> Report:
     """
     from opgraph.analysis.graph_frame import graph_frame
     from opgraph.analysis.overheads import OverheadParams, overhead_samples, overheads_doc
-    from opgraph.export.tables import overheads_frames
+    from opgraph.export.tables.documents import overheads_frames
 
     by_shapes = bool_arg("by_shapes", by_shapes)
     f = graph_frame(_columns(G))
@@ -681,7 +681,7 @@ def diff(a: nx.DiGraph | PathLike, b: nx.DiGraph | PathLike, *, name_level: str 
     name_level = choice_arg("name_level", name_level, ("exact", "default", "base"))
     include_same = bool_arg("include_same", include_same)
     doc = diff_graphs(_graph(a, "a"), _graph(b, "b"), name_level=name_level, include_same=include_same)
-    from opgraph.export.tables import diff_frames
+    from opgraph.export.tables.documents import diff_frames
 
     return Report("diff", doc, diff_frames(doc), "kernels")
 
@@ -708,7 +708,7 @@ def what_if(G: nx.DiGraph | PathLike, *, scale_kernels: Sequence[str] = (), scal
                           opt_str_arg("launch_overhead", launch_overhead), str_list_arg("remove", remove))
     window = regex_arg("window", window)
     with_path = bool_arg("with_path", with_path)
-    from opgraph.export.tables import predict_frames
+    from opgraph.export.tables.documents import predict_frames
 
     doc = _predict(_graph(G), tr, window=window).to_dict(with_path=with_path)
     return Report("what_if", doc, predict_frames(doc), "steps")
@@ -754,11 +754,11 @@ def export_perfetto(G: nx.DiGraph | PathLike, path: PathLike, window: str | None
     G = _graph(G)
     inputs += _sources(G)
     if isinstance(G.graph.get("job"), dict):
-        from opgraph.export.perfetto_job import export_perfetto_job
+        from opgraph.export.perfetto.job import export_perfetto_job
 
         export_perfetto_job(G, path, inputs=inputs)
     else:
-        from opgraph.export.perfetto import export_perfetto as _export
+        from opgraph.export.perfetto.overlay import export_perfetto as _export
 
         _export(G, path, window=window, inputs=inputs)
     return Path(path)
@@ -800,7 +800,7 @@ def graph_tables(G: nx.DiGraph | PathLike) -> dict[str, pd.DataFrame]:
     >>> sorted(set(n.loc[launches["dst"], "kind"]))
     ['kernel']
     """
-    from opgraph.export.graph_tables import graph_tables as _tables
+    from opgraph.export.tables.graph import graph_tables as _tables
 
     return _tables(_graph(G))
 
@@ -808,7 +808,7 @@ def graph_tables(G: nx.DiGraph | PathLike) -> dict[str, pd.DataFrame]:
 def export_tables(G: nx.DiGraph | PathLike, directory: PathLike, fmt: str = "parquet") -> list[Path]:
     """Write :func:`graph_tables` to ``directory`` as ``nodes.<fmt>`` and ``edges.<fmt>``
     (``parquet``, needing pyarrow, or ``csv``); the CLI's ``opgraph export --parquet DIR``."""
-    from opgraph.export.graph_tables import write_tables
+    from opgraph.export.tables.graph import write_tables
 
     directory = path_arg("directory", directory)
     fmt = choice_arg("fmt", fmt, ("parquet", "csv"))
@@ -827,7 +827,7 @@ def report_html(G: nx.DiGraph | PathLike, path: PathLike, *, batch_size: int | N
     >>> opgraph.report_html(opgraph.example_trace("gpu_bound"), out).read_text()[:15]
     '<!DOCTYPE html>'
     """
-    from opgraph.export.html import write_report
+    from opgraph.export.html.report import write_report
 
     path = path_arg("path", path)
     batch_size = number_arg("batch_size", batch_size, minimum=1, integer=True, none_ok=True)

@@ -25,7 +25,7 @@ from opgraph.version import __version__
 
 
 def _fail(msg: str, code: int) -> None:
-    from opgraph.export.console import clean
+    from opgraph.export.text.console import clean
 
     click.echo(f"opgraph: error: {clean(msg)}", err=True)
     sys.exit(code)

@@ -167,7 +167,7 @@ def augment_file(trace: str, output: str, *, fmt: str | None = None, device: str
     import networkx as nx
 
     from opgraph.analysis.roofline import TraceColumns, augment_args, roofline, summarize
-    from opgraph.export.chrome import write_trace
+    from opgraph.export.perfetto.chrome import write_trace
     from opgraph.graph.io import read_input
     from opgraph.graph.model import TraceGraph
     from opgraph.outfiles import check_output_path

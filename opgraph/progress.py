@@ -25,7 +25,7 @@ def phase_progress(label: str, phases: tuple[str, ...] = BUILD_PHASES,
     from rich.markup import escape
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from opgraph.export.console import clean
+    from opgraph.export.text.console import clean
 
     label = escape(clean(label))  # a file name is text, not markup
     console = Console(stderr=True)

@@ -119,7 +119,7 @@ def write_frames(frames: dict, out: TableFiles | str, input_path: str, inputs: t
     table as CSV on stdout (a command with several tables needs a folder). Every target is
     checked before the first is written (never over ``input_path``, ``inputs`` or a device
     file in force: :func:`opgraph.outfiles.check_output_path`), so a refusal leaves nothing."""
-    from opgraph.export.tables import csv_text, table_file_paths, write_csv, write_parquet, write_xlsx
+    from opgraph.export.tables.documents import csv_text, table_file_paths, write_csv, write_parquet, write_xlsx
     from opgraph.outfiles import check_output_path
 
     if isinstance(out, str):

@@ -351,7 +351,7 @@ def _strings(x) -> set[str]:
 
 
 def test_html_data_block_survives_script_and_comment_names(tmp_path: Path) -> None:
-    from opgraph.export.html import script_json
+    from opgraph.export.html.report import script_json
 
     names = ["aten::<!--<script>", "aten::</script><b>x</b>", "aten::a&b>c"]
     ev = [_op("ProfilerStep#1", BASE, 1000, cat="user_annotation")]
@@ -447,7 +447,7 @@ def test_plain_input_over_the_cap_is_refused(tmp_path: Path, monkeypatch: pytest
     p.write_bytes(b'{"traceEvents":[' + b" " * (2 << 20) + b"]}")
     monkeypatch.setenv("OPGRAPH_MAX_DECOMPRESSED_BYTES", "1MiB")
     assert_one_line_error(_run_cli(["info", p]), p, "over the 1 MiB input cap", "OPGRAPH_MAX_DECOMPRESSED_BYTES")
-    from opgraph.export.check import check_chrome_trace
+    from opgraph.export.perfetto.check import check_chrome_trace
 
     assert check_chrome_trace(p) == [f"cannot read the trace: {p}: is 2 MiB, over the 1 MiB input cap (set "
                                      "OPGRAPH_MAX_DECOMPRESSED_BYTES to raise it)"]
@@ -465,7 +465,7 @@ def test_fifo_as_input_is_refused(tmp_path: Path) -> None:
     for cmd in (["info", f], ["build", f, "-o", tmp_path / "g.gpickle"], ["critical-path", f]):
         assert_one_line_error(_run_cli(cmd), f, "not a regular file")
     assert_one_line_error(_run_cli(["idle", g]), g, "not a regular file")
-    from opgraph.export.check import check_chrome_trace
+    from opgraph.export.perfetto.check import check_chrome_trace
 
     assert "not a regular file" in check_chrome_trace(f)[0]
 

@@ -19,9 +19,9 @@ import opgraph
 from opgraph.analysis.critical_path import critical_path
 from opgraph.cli import main
 from opgraph.export.dot import write_graphviz
-from opgraph.export.graph_tables import graph_tables
-from opgraph.export.perfetto import export_perfetto
-from opgraph.export.perfetto_job import export_perfetto_job
+from opgraph.export.tables.graph import graph_tables
+from opgraph.export.perfetto.overlay import export_perfetto
+from opgraph.export.perfetto.job import export_perfetto_job
 from opgraph.graph.io import load_any, load_gpickle, save_gpickle
 from opgraph.graph.model import TraceGraph, edge_kinds_between
 from opgraph.multirank import rank_subgraph

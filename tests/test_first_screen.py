@@ -120,7 +120,7 @@ def test_kernel_names_short_unless_asked(tmp_path: Path) -> None:
 def test_fit_table_never_cuts_a_number() -> None:
     from rich.table import Table
 
-    from opgraph.export.console import make_console
+    from opgraph.export.text.console import make_console
 
     for width in (40, 80, 200):
         t = Table(title="t")

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from conftest import KINETO_DIR, SYNTH_DIR, _run_cli, requires_traces
-from opgraph.export.html import get_path
+from opgraph.export.html.report import get_path
 
 REAL = [("param_dlrm_8gpu_rank0.pt.trace.json.gz", 2048), ("tracelens_h100_bert_small.json.gz", None)]
 #: The CLI commands whose --json output each report section reproduces.
@@ -169,7 +169,7 @@ def check_chart_data(page: Numbers, docs: dict) -> None:
 def check_table_sections(text: str, docs: dict) -> None:
     """Every table section is drawn when its document has rows, else named under "Not in
     this trace" with its reason: never silently absent."""
-    from opgraph.export.html_tables import TABLE_SECTIONS, section_is_empty
+    from opgraph.export.html.tables import TABLE_SECTIONS, section_is_empty
 
     for spec in TABLE_SECTIONS:
         drawn = f'<section id="{spec.key.replace("_", "-")}">' in text
@@ -214,7 +214,7 @@ def test_missing_analysis_is_left_out(tmp_path, monkeypatch):
     """A section whose analysis is not available is absent (never faked), and the page
     says so; without Graphviz the critical-path picture is left out the same way."""
     import opgraph.analysis.roofline as rl
-    from opgraph.export.html import write_report
+    from opgraph.export.html.report import write_report
     from opgraph.graph.io import load_any
 
     def gone(*a, **k):
@@ -390,7 +390,7 @@ def test_browser_real(browser, real_report):
 def test_report_data_on_columns_equals_networkx(name: str) -> None:
     """The report's data from the column model equals the networkx graph's, section by
     section and note by note, and no networkx view is made for it."""
-    from opgraph.export.html import report_data
+    from opgraph.export.html.report import report_data
     from opgraph.graph.io import load_any
 
     path = SYNTH_DIR / name if name.endswith(".json") else KINETO_DIR / name

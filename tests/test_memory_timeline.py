@@ -197,7 +197,7 @@ def test_cli_bad_window(synth) -> None:
 
 # ----------------------------------------------------------------------- Perfetto counter
 def test_perfetto_memory_counter(synth_result) -> None:
-    from opgraph.export.perfetto import build_overlay
+    from opgraph.export.perfetto.overlay import build_overlay
 
     G, _ = synth_result
     ov = build_overlay(G)

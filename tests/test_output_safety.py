@@ -142,7 +142,7 @@ def test_control_characters_never_reach_the_terminal(cli, tmp_path: Path) -> Non
 
 
 def test_clean_helper() -> None:
-    from opgraph.export.console import cell, clean
+    from opgraph.export.text.console import cell, clean
 
     assert clean("a\x1b[31mb\tc\nd\x7f\u202ee") == "a\\x1b[31mb\\tc\\nd\\x7f\\u202ee"
     assert clean("plain [x] µs") == "plain [x] µs"

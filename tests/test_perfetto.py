@@ -21,8 +21,8 @@ from click.testing import CliRunner
 from opgraph.analysis.critical_path import CATEGORIES, critical_path
 from opgraph.analysis.idle import idle_time
 from opgraph.cli import main
-from opgraph.export.check import check_chrome_trace, load_trace_doc, new_problems
-from opgraph.export.perfetto import (
+from opgraph.export.perfetto.check import check_chrome_trace, load_trace_doc, new_problems
+from opgraph.export.perfetto.overlay import (
     ARG_PREFIX, FLOW_CAT, FLOW_NAME, build_overlay, critical_crossings, export_perfetto, next_flow_id,
 )
 from opgraph.graph.io import load_any, save_graph

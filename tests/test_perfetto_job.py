@@ -24,9 +24,9 @@ import pytest
 from conftest import KINETO_DIR, ROOT, _run_cli, assert_one_line_error
 from opgraph.analysis.crossrank import crossrank_critical_path
 from opgraph.analysis.stragglers import kernel_waits
-from opgraph.export.check import check_chrome_trace, load_trace_doc
-from opgraph.export.perfetto import ARG_PREFIX, FLOW_CAT
-from opgraph.export.perfetto_job import COLL_FLOW_CAT, SEGMENT_CAT, SUMMARISED_CAT, pid_stride
+from opgraph.export.perfetto.check import check_chrome_trace, load_trace_doc
+from opgraph.export.perfetto.overlay import ARG_PREFIX, FLOW_CAT
+from opgraph.export.perfetto.job import COLL_FLOW_CAT, SEGMENT_CAT, SUMMARISED_CAT, pid_stride
 from opgraph.graph.io import load_any
 from opgraph.ingest import read_trace
 from opgraph.schemas_util import validation_error

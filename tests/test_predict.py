@@ -314,7 +314,7 @@ def _strip_idx(problems: list[str]) -> list[str]:
 
 
 def test_perfetto_predicted_trace(cli, tmp_path):
-    from opgraph.export.check import check_chrome_trace
+    from opgraph.export.perfetto.check import check_chrome_trace
 
     src = SYNTH / "cuda_graph.json"
     out = tmp_path / "pred.json"

@@ -436,7 +436,7 @@ def _check_roundtrip(path: Path, tmp_path: Path, via_cli: bool) -> None:
     test_augment_matches_graph_path)."""
     import networkx as nx
 
-    from opgraph.export.chrome import write_trace
+    from opgraph.export.perfetto.chrome import write_trace
     from opgraph.graph.build import build_graph
 
     out = tmp_path / (path.name.split(".")[0] + ".aug.json")

@@ -19,7 +19,7 @@ def advise_cmd(input: str, as_json: bool, csv_dir: TableFiles | None, rank: int 
     """Rules over the critical path, idle causes, launches, overlap, copies and memory that
     say what to try next, each with the time at stake and the numbers behind it."""
     from opgraph.predict.recommendations import recommendations
-    from opgraph.export.text_advise import render_advise
+    from opgraph.export.text.advise import render_advise
 
     res = recommendations(load_input(input, rank=rank, model=True))
     emit_result(input, res.tables, csv_dir, as_json, res.to_dict, "advise.schema.json",

@@ -28,7 +28,7 @@ def augment(trace: str, output: str, device: str | None, dtype: str | None, fmt:
     Every original event is written unchanged; ops and kernels with a cost model gain
     kernel_flop, kernel_num_gb, achieved_tflops, achieved_gbps, pct_peak_flops,
     pct_peak_bw, arithmetic_intensity and roofline_bound."""
-    from opgraph.export.console import clean
+    from opgraph.export.text.console import clean
     from opgraph.pipelines import augment_file
     from opgraph.progress import BUILD_PHASES, phase_progress
 

@@ -31,10 +31,10 @@ FULL_NAMES_KEY = "opgraph.full_names"
 
 
 def console():
-    """The console a command prints through (:func:`opgraph.export.console.make_console`),
+    """The console a command prints through (:func:`opgraph.export.text.console.make_console`),
     with "µs" printed as the loaded graph's own unit when its times are not µs, and kernel
     names whole with ``opgraph --full-names``."""
-    from opgraph.export.console import make_console
+    from opgraph.export.text.console import make_console
 
     ctx = click.get_current_context(silent=True)
     meta = ctx.find_root().meta if ctx is not None else {}
@@ -104,7 +104,7 @@ def warn_unknown_devices(path: str, devices: list[dict[str, Any]]) -> None:
     ``table_name``) that the peak table does not resolve, so "% of peak" is never silently
     empty (stdout keeps the one document or table)."""
     from opgraph.analysis.roofline.devices import unknown_device_lines
-    from opgraph.export.console import clean
+    from opgraph.export.text.console import clean
 
     for line in unknown_device_lines(devices):
         click.echo(clean(f"warning: {path}: {line}"), err=True)
@@ -181,7 +181,7 @@ def per_rank_command(input: str, fn: Callable[..., Any], kwargs: dict[str, Any],
         return {"ranks": ranks}
 
     def show() -> None:
-        from opgraph.export.console import styled
+        from opgraph.export.text.console import styled
 
         con = console()
         for ra in results:

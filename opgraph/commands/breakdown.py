@@ -56,12 +56,12 @@ def breakdown(input: str, mode: str, depth: int, top: int | None, shapes: int, t
     else:
         doc = host_breakdown_doc(host_breakdown(f, w, include_python=with_python), depth, top or 5, shapes)
     if csv_dir is not None:
-        from opgraph.export.tables import breakdown_frames
+        from opgraph.export.tables.documents import breakdown_frames
         write_frames(breakdown_frames(doc), csv_dir, input)
     if as_json:
         emit_json(doc, "breakdown.schema.json")
     elif csv_dir is None:
-        from opgraph.export.tables import render_device_breakdown, render_host_breakdown
+        from opgraph.export.tables.documents import render_device_breakdown, render_host_breakdown
         if mode == "device":
             render_device_breakdown(doc, console(), top_ops)
         else:

@@ -22,7 +22,7 @@ def categories_cmd(input: str, as_json: bool, csv_dir: TableFiles | None, rank: 
     embedding, copy, communication, memcpy/memset, other) and by kernel type."""
     from opgraph.analysis.categories import gpu_categories
 
-    from opgraph.export.text_categories import render_categories
+    from opgraph.export.text.categories import render_categories
 
     if is_multirank_input([input]) or scheduler:  # a job's rank traces: one task per rank
         per_rank_command(input, gpu_categories, {}, csv_dir, as_json, "categories.schema.json",

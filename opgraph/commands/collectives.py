@@ -27,7 +27,7 @@ def collectives_cmd(input: str, as_json: bool, csv_dir: TableFiles | None, rank:
     pool process or Dask task."""
     from opgraph.analysis.collectives import collectives
     from opgraph.errors import OpgraphInputError
-    from opgraph.export.text_collectives import render_collectives, render_job_collectives
+    from opgraph.export.text.collectives import render_collectives, render_job_collectives
 
     if is_multirank_input([input]):
         from opgraph.analysis.job_tables import job_collectives_from_traces

@@ -21,7 +21,7 @@ def counters_cmd(input: str, as_json: bool, top: int, csv_dir: TableFiles | None
     launched it (correlation id, External id, else launch order when the counts agree),
     and the mean of each counter per op; ranges tied to no op show as (no op)."""
     from opgraph.analysis.counters import cupti_counters
-    from opgraph.export.text_counters import render_counters
+    from opgraph.export.text.counters import render_counters
 
     res = cupti_counters(load_input(input, rank=rank, model=True))
     emit_result(input, res.tables, csv_dir, as_json, res.to_dict, "counters.schema.json",

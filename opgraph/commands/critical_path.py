@@ -46,7 +46,7 @@ def _crossrank(input: str, window: str | None, ranks: str | None, as_json: bool,
         raise OpgraphInputError(input, str(e)) from None
     except ValueError as e:
         raise OpgraphInputError(input, f"--ranks {ranks or 'all'}: {e}") from None
-    from opgraph.export.text_crossrank import render_crossrank_path
+    from opgraph.export.text.crossrank import render_crossrank_path
     emit_result(input, res.tables, files, as_json, lambda: res.to_dict(with_path=not no_path),
                 "critical-path.schema.json", lambda: render_crossrank_path(res, console(), top=top))
 
@@ -117,8 +117,8 @@ def critical_path_cmd(input: str, window: str | None, as_json: bool, no_path: bo
     check_window(G, input, window)
     with window_errors(input, "--window"):
         res = critical_path(G, window=window, with_nodes=False)
-    from opgraph.export.text import render_critical_path
-    from opgraph.export.text_verdict import render_run_verdict
+    from opgraph.export.text.results import render_critical_path
+    from opgraph.export.text.verdict import render_run_verdict
 
     from opgraph.predict.gains import category_gains, path_document
 
@@ -151,7 +151,7 @@ def idle_cmd(input: str, kernel_wait_us: float, top: int, as_json: bool, csv_dir
              rank: int | None = None, scheduler: str | None = None, workers: int | None = None) -> None:
     """GPU idle time per device and stream, CPU-induced idle, and the CPU ops to blame."""
     from opgraph.analysis.busy_windows import idle_with_windows
-    from opgraph.export.text import render_busy_windows, render_idle
+    from opgraph.export.text.results import render_busy_windows, render_idle
 
     def show_one(res, con) -> None:
         render_idle(res, con, top=top)

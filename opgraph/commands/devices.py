@@ -28,10 +28,10 @@ def devices(as_json: bool, name: str | None, sparse: bool, csv_dir: TableFiles |
     except KeyError:
         raise OpgraphInputError(None, f"no unique table entry for device name {name!r} (see `opgraph devices`)") from None
     if csv_dir is not None:
-        from opgraph.export.text_devices import devices_frame
+        from opgraph.export.text.devices import devices_frame
         write_frames({"devices": devices_frame(doc["devices"], sparse)}, csv_dir, "devices")
     if as_json:
         emit_json(doc, "devices.schema.json")
     elif csv_dir is None:
-        from opgraph.export.text_devices import render_devices
+        from opgraph.export.text.devices import render_devices
         render_devices(doc, sparse, console())

@@ -41,7 +41,7 @@ def diff(a: str, b: str, as_json: bool, name_level: str, include_same: bool, no_
     except ValueError as e:
         raise OpgraphInputError(a, str(e)) from None
     if csv_dir is not None:
-        from opgraph.export.tables import diff_frames
+        from opgraph.export.tables.documents import diff_frames
         write_frames(diff_frames(doc), csv_dir, b, (a,))
     if as_json:
         emit_json(doc, "diff.schema.json")
@@ -49,6 +49,6 @@ def diff(a: str, b: str, as_json: bool, name_level: str, include_same: bool, no_
     if csv_dir is not None:
         return
     from opgraph.commands.base import console
-    from opgraph.export.text_diff import render_diff
+    from opgraph.export.text.diff import render_diff
 
     render_diff(doc, console(), top)

@@ -1,6 +1,6 @@
 """``opgraph export --parquet DIR``: the graph's node and edge tables as Parquet files
 (``nodes.parquet``, ``edges.parquet``) for DuckDB / pandas / Spark users
-(opgraph/export/graph_tables.py)."""
+(opgraph/export/tables/graph.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from opgraph.graph.model import AnyGraph
 
 
 def _write(G: AnyGraph, path: str, opts: dict[str, Any]) -> str:
-    from opgraph.export.graph_tables import graph_tables, write_tables
+    from opgraph.export.tables.graph import graph_tables, write_tables
 
     paths = write_tables(graph_tables(G), path, "parquet", inputs=(str(opts.get("input") or ""),))
     return f"{path}: " + ", ".join(p.name for p in paths) + f" ({G.number_of_nodes()} nodes, {G.number_of_edges()} edges)"

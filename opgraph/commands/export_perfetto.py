@@ -14,7 +14,7 @@ from opgraph.graph.model import AnyGraph
 
 def _write_perfetto(G: AnyGraph, path: str, opts: dict[str, Any]) -> str:
     from opgraph.commands.window_option import check_window, window_errors
-    from opgraph.export.perfetto import export_perfetto
+    from opgraph.export.perfetto.overlay import export_perfetto
 
     check_window(G, opts.get("input"), opts.get("window"))
     with window_errors(opts.get("input"), "--window"):
@@ -26,7 +26,7 @@ def _write_perfetto(G: AnyGraph, path: str, opts: dict[str, Any]) -> str:
 
 
 def _write_perfetto_job(G: AnyGraph, path: str, opts: dict[str, Any]) -> str:
-    from opgraph.export.perfetto_job import export_perfetto_job
+    from opgraph.export.perfetto.job import export_perfetto_job
 
     if opts.get("window"):
         raise OpgraphInputError(str(opts.get("input")), "--window applies to one rank: a job's critical path is "

@@ -21,10 +21,10 @@ def info(input: str, as_json: bool, fmt: str | None, csv_dir: TableFiles | None)
 
     doc = trace_info(load_input(input, fmt, job_ok=True, model=True))
     if csv_dir is not None:
-        from opgraph.export.tables import info_frames
+        from opgraph.export.tables.documents import info_frames
         write_frames(info_frames(doc), csv_dir, input)
     if as_json:
         emit_json(doc, "info.schema.json")
     elif csv_dir is None:
-        from opgraph.export.text import render_info
+        from opgraph.export.text.results import render_info
         render_info(doc, console())

@@ -84,10 +84,10 @@ def iterations(input: str, step_regex: str | None, data_marker: tuple[str, ...],
     with window_errors(input, "--step-regex"):
         doc = iterations_doc(G, step_regex, markers(data_marker, no_data_markers))
     if csv_dir is not None:
-        from opgraph.export.tables import iterations_frames
+        from opgraph.export.tables.documents import iterations_frames
         write_frames(iterations_frames(doc), csv_dir, input)
     if as_json:
         emit_json(doc, "iterations.schema.json")
     elif csv_dir is None:
-        from opgraph.export.tables import render_iterations
+        from opgraph.export.tables.documents import render_iterations
         render_iterations(doc, console())

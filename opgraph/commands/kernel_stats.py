@@ -23,7 +23,7 @@ def kernels_cmd(input: str, top: int, as_json: bool, csv_dir: TableFiles | None,
     """Per kernel name: count, time, launch shape, registers, shared memory, blocks per SM,
     estimated achieved occupancy and tensor-core use (the TensorBoard plugin's kernel view)."""
     from opgraph.analysis.kernel_stats import kernel_stats
-    from opgraph.export.text_kernel_stats import render_kernel_stats
+    from opgraph.export.text.kernel_stats import render_kernel_stats
 
     if is_multirank_input([input]) or scheduler:  # a job's rank traces: one task per rank
         per_rank_command(input, kernel_stats, {}, csv_dir, as_json, "kernel-stats.schema.json",

@@ -28,7 +28,7 @@ def launch_stats_cmd(input: str, call_cutoff_us: float, latency_cutoff_us: float
     launch latency), outliers, and kernels shorter than their own launch call."""
     from opgraph.analysis.launch_stats import launch_stats
 
-    from opgraph.export.text_launch import render_launch_stats
+    from opgraph.export.text.launch import render_launch_stats
 
     if is_multirank_input([input]) or scheduler:  # a job's rank traces: one task per rank
         per_rank_command(input, launch_stats, {"call_cutoff_us": call_cutoff_us, "latency_cutoff_us": latency_cutoff_us}, csv_dir, as_json, "launch-stats.schema.json",

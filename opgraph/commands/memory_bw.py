@@ -22,7 +22,7 @@ def memory_bw_cmd(input: str, as_json: bool, csv_dir: TableFiles | None, rank: i
     exact durations the profiler's own bandwidth argument gives, not the µs-rounded ones)."""
     from opgraph.analysis.memory_bw import memory_bandwidth
 
-    from opgraph.export.text_memory import render_memory_bw
+    from opgraph.export.text.memory import render_memory_bw
 
     if is_multirank_input([input]) or scheduler:  # a job's rank traces: one task per rank
         per_rank_command(input, memory_bandwidth, {}, csv_dir, as_json, "memory-bw.schema.json",

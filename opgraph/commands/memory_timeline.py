@@ -29,7 +29,7 @@ def memory_cmd(input: str, window: str | None, top: int, with_series: bool, as_j
     live at the peak."""
     from opgraph.analysis.memory_timeline import memory_timeline
     from opgraph.commands.window_option import check_window, window_errors
-    from opgraph.export.text_memory_timeline import render_memory_timeline
+    from opgraph.export.text.memory_timeline import render_memory_timeline
 
     G = load_input(input, rank=rank, model=True)
     check_window(G, input, window)

@@ -43,7 +43,7 @@ def nvtx_cmd(input: str, step_regex: str | None, top: int, as_json: bool, fmt: s
     if as_json:
         emit_json(doc, "nvtx.schema.json")
     elif csv_dir is None:
-        from opgraph.export.text_nvtx import render_nvtx
+        from opgraph.export.text.nvtx import render_nvtx
         render_nvtx(doc, top, console())
 
 
@@ -58,7 +58,7 @@ def enqueue_stats_cmd(input: str, as_json: bool, fmt: str | None, csv_dir: Table
     """OpenCL (dv/dt) per-kernel enqueue stages: queued→submit, submit→start, execution
     and host overhead, per enqueue and per kernel name."""
     from opgraph.analysis.enqueue_stats import enqueue_report
-    from opgraph.export.text_nvtx import render_enqueue_stats
+    from opgraph.export.text.nvtx import render_enqueue_stats
 
     res = enqueue_report(load_input(input, fmt, rank=rank, model=True))
     emit_result(input, res.tables, csv_dir, as_json, res.to_dict, "enqueue-stats.schema.json",

@@ -71,11 +71,11 @@ def overheads(input: str, output: str | None, by_shapes: bool, t1_max_gap_us: fl
         write_atomic(output, orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS), (input,))
         click.echo(f"wrote {output}: {len(doc['ops'])} ops, T1 n={doc['t1']['n'] if doc['t1'] else 0}", err=True)
     if csv_dir is not None:
-        from opgraph.export.tables import overheads_frames
+        from opgraph.export.tables.documents import overheads_frames
         raw = samples[0].drop(columns="pos").assign(time_us=lambda d: d["ns"] / 1e3).drop(columns="ns")
         write_frames({**overheads_frames(doc), "overhead_samples": raw}, csv_dir, input)
     if as_json:
         emit_json(doc, "overheads.schema.json")
     elif csv_dir is None:
-        from opgraph.export.tables import render_overheads
+        from opgraph.export.tables.documents import render_overheads
         render_overheads(doc, console(), top)

@@ -28,7 +28,7 @@ def overlap_cmd(input: str, window: str | None, as_json: bool, csv_dir: TableFil
     own pool process or Dask task."""
     from opgraph.analysis.overlap import comm_overlap
     from opgraph.commands.window_option import check_window, window_errors
-    from opgraph.export.text import render_overlap
+    from opgraph.export.text.results import render_overlap
 
     if is_multirank_input([input]) or scheduler:  # a job's rank traces: one task per rank
         with window_errors(input, "--window"):

@@ -118,19 +118,19 @@ def predict_cmd(input: str, replay: bool, scale_kernels: tuple[str, ...], scale_
     if perfetto is not None:
         if G.graph.get("events") is None:
             raise OpgraphInputError(input, "this graph carries no events table; --perfetto needs one")
-        from opgraph.export.predicted_trace import write_predicted_trace
+        from opgraph.export.perfetto.predicted import write_predicted_trace
         write_predicted_trace(G, res.arr_pred, res.removed, perfetto,
                               {"mode": res.mode, "transforms": [t.to_dict() for t in res.transforms],
                                "source": G.graph.get("source")})
     doc = res.to_dict(with_path=with_path)
     if csv_dir is not None:
-        from opgraph.export.tables import predict_frames
+        from opgraph.export.tables.documents import predict_frames
         write_frames(predict_frames(doc), csv_dir, input)
     if as_json:
         emit_json(doc, "predict.schema.json")
         return
     if csv_dir is not None:
         return
-    from opgraph.export.text_predict import render_predict
+    from opgraph.export.text.predict import render_predict
 
     render_predict(doc, console(), perfetto)

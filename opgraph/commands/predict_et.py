@@ -29,7 +29,7 @@ def predict_et_command(input: str | None, et: str, overheads: str | None, device
     if as_json:
         emit_json(doc, "predict-et.schema.json")
         return
-    from opgraph.export.text_predict import render_predict_et
+    from opgraph.export.text.predict import render_predict_et
 
     render_predict_et(doc, et, console())
 

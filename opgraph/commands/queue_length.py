@@ -24,7 +24,7 @@ def queue_cmd(input: str, limit: int, as_json: bool, csv_dir: TableFiles | None,
     mean, p50, p90) and how long the queue sat at its limit."""
     from opgraph.analysis.queue_length import queue_length
 
-    from opgraph.export.text_queue import render_queue_length
+    from opgraph.export.text.queue import render_queue_length
 
     if is_multirank_input([input]) or scheduler:  # a job's rank traces: one task per rank
         per_rank_command(input, queue_length, {"limit": limit}, csv_dir, as_json, "queue-length.schema.json",

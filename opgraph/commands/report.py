@@ -65,6 +65,6 @@ def report(input: str, by: str, as_json: bool, csv_dir: TableFiles | None, devic
     if as_json:
         emit_json(doc, "report.schema.json")
         return
-    from opgraph.export.text_report import render_roofline_report
+    from opgraph.export.text.report import render_roofline_report
 
     render_roofline_report(doc, console(), top or 30, graph_replays=bool(G.graph.get("graph_replay")))

@@ -1,6 +1,6 @@
 """``opgraph report IN --html report.html [--batch-size N]``: the one-file HTML report
 (the option is declared on ``report`` in :mod:`opgraph.commands.report`; the page is
-written by :mod:`opgraph.export.html`, docs/pictures.md)."""
+written by :mod:`opgraph.export.html.report`, docs/pictures.md)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ def write_html(input: str, path: str, batch_size: int | None, device: str | None
                rank: int | None = None) -> None:
     """Write the HTML report of ``input`` (rank ``rank`` of a job graph) to ``path`` and
     say on stderr what it holds and what was left out."""
-    from opgraph.export.html import write_report
+    from opgraph.export.html.report import write_report
     from opgraph.outfiles import check_output_path
 
     if not path.endswith((".html", ".htm")):

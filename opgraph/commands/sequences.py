@@ -33,7 +33,7 @@ def sequences_cmd(input: str, op: str | None, min_length: int, max_length: int, 
     """Runs of consecutive kernels on a stream that repeat, most GPU time first: where
     fusing kernels or capturing a CUDA graph would pay."""
     from opgraph.analysis.sequences import kernel_sequences
-    from opgraph.export.text_sequences import render_sequences
+    from opgraph.export.text.sequences import render_sequences
 
     if whole_calls and op is None:
         raise OpgraphInputError(input, "--whole-calls needs --op (the op whose calls are the patterns)")

@@ -33,7 +33,7 @@ def shapes_cmd(input: str, families: tuple[str, ...], top: int | None, device: s
     the family's GPU time."""
     from opgraph.analysis.shapes import shapes
     from opgraph.errors import OpgraphInputError
-    from opgraph.export.text_shapes import render_shapes
+    from opgraph.export.text.shapes import render_shapes
 
     fams = tuple(f for f in _FAMILIES if f in families) if families else _FAMILIES
     try:

@@ -39,6 +39,6 @@ def stragglers_cmd(input: str, as_json: bool, top: int, csv_dir: TableFiles | No
             raise OpgraphInputError(input, "stragglers needs a multi-rank job graph (opgraph build DIR -o "
                                            "job.gpickle) or the job's rank traces; this graph has one rank")
         rep = stragglers(G)
-    from opgraph.export.text_crossrank import render_stragglers
+    from opgraph.export.text.crossrank import render_stragglers
     emit_result(input, rep.tables(), csv_dir, as_json, rep.to_dict, "stragglers.schema.json",
                 lambda: render_stragglers(rep, console(), top=top))

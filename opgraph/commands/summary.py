@@ -35,7 +35,7 @@ def summary(input: str, batch_size: int | None, step_regex: str | None, data_mar
     from opgraph.analysis.multistream import summary_doc
 
     if is_multirank_input([input]) or scheduler:
-        from opgraph.export.text_multirank import render_multirank_summary
+        from opgraph.export.text.multirank import render_multirank_summary
         from opgraph.pipelines import job_summary
         from opgraph.progress import rank_progress
 
@@ -53,10 +53,10 @@ def summary(input: str, batch_size: int | None, step_regex: str | None, data_mar
     with window_errors(input, "--step-regex"):
         doc = summary_doc(G, batch_size, step_regex, markers(data_marker, no_data_markers))
     if csv_dir is not None:
-        from opgraph.export.tables import summary_frames
+        from opgraph.export.tables.documents import summary_frames
         write_frames(summary_frames(doc), csv_dir, input)
     if as_json:
         emit_json(doc, "summary.schema.json")
     elif csv_dir is None:
-        from opgraph.export.tables import render_summary
+        from opgraph.export.tables.documents import render_summary
         render_summary(doc, console())

@@ -7,7 +7,7 @@ The package holds the one critical-path engine of opgraph:
 * :mod:`~opgraph.analysis.critical_path.engine`: the last-arrival pick, the walk back and
   the categorised segments, shared by the single-rank path, the cross-rank path
   (:mod:`opgraph.analysis.crossrank`), the replay (:mod:`opgraph.predict`) and the Graphviz
-  picture of the path (:mod:`opgraph.export.dot_critical`);
+  picture of the path (:mod:`opgraph.export.dot.critical`);
 * :mod:`~opgraph.analysis.critical_path.result`: the result dataclasses.
 
 :func:`critical_path` walks every window back from its sink: the last end among the

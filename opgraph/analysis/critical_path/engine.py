@@ -3,7 +3,7 @@ from a sink, and turn the walked edges into categorised path segments.
 
 Used by the single-rank path (:func:`opgraph.analysis.critical_path.critical_path`), the
 cross-rank path (:mod:`opgraph.analysis.crossrank`), the replay's measured and predicted
-paths (:mod:`opgraph.predict`) and the Graphviz picture of the path (:mod:`opgraph.export.dot_critical`).
+paths (:mod:`opgraph.predict`) and the Graphviz picture of the path (:mod:`opgraph.export.dot.critical`).
 
 **Pick.** Each boundary's *critical predecessor* is the dependency that arrived last:
 latest ``min(t(src), t(dst))``, ties broken by role priority

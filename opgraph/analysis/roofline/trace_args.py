@@ -18,7 +18,7 @@ RATE_ARGS = ("achieved_tflops", "achieved_gbps", "pct_peak_flops", "pct_peak_bw"
 
 
 def augment_args(res: RooflineFrames) -> dict[int, dict[str, Any]]:
-    """Extra args per event id for :func:`opgraph.export.chrome.write_trace`.
+    """Extra args per event id for :func:`opgraph.export.perfetto.chrome.write_trace`.
 
     On activities with a model and on counted ops: ``kernel_flop`` (int), ``kernel_num_gb``
     (GB = 1e9 bytes), ``achieved_tflops``, ``achieved_gbps``, ``pct_peak_flops``,

@@ -1,4 +1,4 @@
-"""CSS and JavaScript of the HTML report (:mod:`opgraph.export.html`), inlined in the page.
+"""CSS and JavaScript of the HTML report (:mod:`opgraph.export.html.report`), inlined in the page.
 
 The script draws every chart as SVG from the JSON in ``<script id="opgraph-data">``:
 stacked bars (critical path per window, idle per stream), horizontal bars (blamed ops),
