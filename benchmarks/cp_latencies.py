@@ -26,7 +26,8 @@ import sys
 import numpy as np
 
 from opgraph.graph.arrays import GraphArrays
-from opgraph.analysis.critical_path import R, boundary_dag
+from opgraph.analysis.critical_path.model import R
+from opgraph.analysis.critical_path.engine import boundary_dag
 from opgraph.graph.io import load_any
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -20,7 +20,8 @@ import json
 import os
 import sys
 
-from opgraph.analysis.critical_path import CATEGORIES, critical_path
+from opgraph.analysis.critical_path.model import CATEGORIES
+from opgraph.analysis.critical_path.path import critical_path
 from opgraph.graph.io import load_any
 
 HERE = os.path.dirname(os.path.abspath(__file__))

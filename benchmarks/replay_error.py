@@ -37,7 +37,8 @@ def _geomean_err(errs: list[float]) -> float:
 
 def run(paths: list[Path], whatif: bool) -> tuple[list[dict], dict]:
     from opgraph.graph.io import load_any
-    from opgraph.predict import parse_transforms, predict
+    from opgraph.predict.whatif import parse_transforms
+    from opgraph.predict.prediction import predict
 
     rows = []
     for p in paths:

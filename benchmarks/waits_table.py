@@ -15,7 +15,7 @@ import json
 import os
 import sys
 
-from opgraph.analysis.critical_path import critical_path
+from opgraph.analysis.critical_path.path import critical_path
 from opgraph.analysis.idle import idle_time
 from opgraph.graph.io import load_any
 from opgraph.graph.model import arrays_of

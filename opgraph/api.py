@@ -27,7 +27,7 @@ from typing import Any, Callable, Sequence
 import networkx as nx
 import pandas as pd
 
-from opgraph.analysis.critical_path import CriticalPathResult
+from opgraph.analysis.critical_path.result import CriticalPathResult
 from opgraph.analysis.display import TableResult
 from opgraph.analysis.idle import IdleResult
 from opgraph.analysis.roofline import RooflineResult
@@ -194,7 +194,7 @@ def build(trace: PathLike | Sequence[PathLike], output: PathLike | None = None, 
     if capture is not None:
         from opgraph.graph.build import build_graph
         from opgraph.graph.graph_replay import attach_capture_files
-        from opgraph.ingest import read_trace
+        from opgraph.ingest.readers import read_trace
 
         if not isinstance(trace, str):
             raise ValueError("capture: applies to a single trace, not to a multi-rank job")
@@ -303,7 +303,7 @@ def critical_path(G: nx.DiGraph | PathLike | Sequence[PathLike], window: str | N
         return crossrank_critical_path(G, ranks)  # type: ignore[return-value]
     if ranks is not None:
         raise ValueError("ranks: applies to a multi-rank job graph; this graph has one rank")
-    from opgraph.analysis.critical_path import critical_path as _cp
+    from opgraph.analysis.critical_path.path import critical_path as _cp
 
     return _cp(G, window)
 
@@ -701,8 +701,8 @@ def what_if(G: nx.DiGraph | PathLike, *, scale_kernels: Sequence[str] = (), scal
     >>> bool((t["predicted_us"] < t["measured_us"]).all())
     True
     """
-    from opgraph.predict import parse_transforms
-    from opgraph.predict import predict as _predict
+    from opgraph.predict.whatif import parse_transforms
+    from opgraph.predict.prediction import predict as _predict
 
     tr = parse_transforms(str_list_arg("scale_kernels", scale_kernels), str_list_arg("scale_cpu", scale_cpu),
                           opt_str_arg("launch_overhead", launch_overhead), str_list_arg("remove", remove))

@@ -23,7 +23,7 @@ def _use_device_files(ctx: click.Context, param: click.Parameter, value: tuple[s
     """Validate the files now (one line and exit 2 before any trace is read), then put the
     option's files in force until the root context closes (after the command, also when a
     later option fails to parse), so wrappers of the command (``report --html``) see them."""
-    from opgraph.devices import active_device_files, load_device_file, reset_device_files, set_device_files
+    from opgraph.devices.peaks import active_device_files, load_device_file, reset_device_files, set_device_files
 
     for f in (tuple(value) if value else active_device_files()):
         load_device_file(f)

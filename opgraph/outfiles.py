@@ -29,7 +29,7 @@ def protected_inputs(inputs: "tuple[str | os.PathLike[str], ...] | list[str | os
     """The files no output may replace: ``inputs`` (the trace, graph, capture, model files a
     writer read) and the user device files in force (``--device-file``, ``$OPGRAPH_DEVICES``;
     :func:`opgraph.devices.active_device_files`)."""
-    from opgraph.devices import active_device_files
+    from opgraph.devices.peaks import active_device_files
 
     return tuple(os.fspath(q) for q in inputs) + active_device_files()
 

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 import opgraph
-from opgraph.predict import Transform, predict
+from opgraph.predict.whatif import Transform
+from opgraph.predict.prediction import predict
 from opgraph.predict.recommendations import IDLE_PCT, RULES, SYNC_CALLS, WAIT_CALLS, recommendations
 from opgraph.schemas_util import validation_error
 

@@ -32,7 +32,7 @@ from opgraph.analysis.host_breakdown import host_breakdown, host_breakdown_doc
 from opgraph.graph.tree import tree_depths
 from opgraph.errors import OpgraphInputError
 from opgraph.graph import build_graph
-from opgraph.ingest import read_trace
+from opgraph.ingest.readers import read_trace
 
 BASE = 1_700_000_000_000_000  # µs, an epoch-stamped trace
 

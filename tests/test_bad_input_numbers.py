@@ -311,7 +311,7 @@ def test_unmatched_begin_end_and_unknown_phases_are_reported(tmp_path, cli):
 
 def test_begin_end_reexport_is_lossless(tmp_path):
     """B/E events keep their phase on re-export: the Chrome writer writes no 'dur' for them."""
-    from opgraph.ingest import read_trace
+    from opgraph.ingest.readers import read_trace
 
     p = _trace(tmp_path / "be.json", _be_events())
     ev = read_trace(p).events
@@ -330,7 +330,7 @@ def test_args_ts_token_is_never_taken_for_the_event_ts(tmp_path) -> None:
     """Audit #21: an ``args.ts`` of ``…010.05`` before a ``ts`` of ``…010.1`` parses to the
     same float64; the exact-ns recovery must not take its digits (50 ns off, silently). The
     times fall back to the float's nearest ns with a ``ts_precision`` warning."""
-    from opgraph.ingest import read_trace
+    from opgraph.ingest.readers import read_trace
 
     p = tmp_path / "t.json"
     p.write_text('{"traceEvents":[{"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":1694128201424000.5,'

@@ -123,7 +123,7 @@ def test_api_writers_never_replace_the_trace(tmp_path: Path) -> None:
 
 def test_api_writers_never_replace_the_device_file(tmp_path: Path) -> None:
     import opgraph
-    from opgraph.devices import device_files
+    from opgraph.devices.peaks import device_files
     from opgraph.errors import OpgraphInputError
 
     t = trace(tmp_path)
@@ -508,7 +508,7 @@ def test_nested_capture_is_bounded(cli, tmp_path: Path) -> None:
     assert time.monotonic() - t0 < 60
     # a few nested begins with one end: one capture (the innermost), not one per begin
     from opgraph.graph.graph_replay import captured_graphs
-    from opgraph.ingest import read_trace
+    from opgraph.ingest.readers import read_trace
 
     graphs = captured_graphs(read_trace(_nested_capture(tmp_path, 5)))
     assert len(graphs) == 1 and len(graphs[0].names) == 5

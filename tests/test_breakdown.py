@@ -25,7 +25,7 @@ from opgraph.analysis.step_times import iterations_doc
 from opgraph.analysis.multistream import stream_stats, summary_doc
 from opgraph.analysis.overheads import overheads_doc
 from opgraph.graph import build_graph
-from opgraph.ingest import read_trace
+from opgraph.ingest.readers import read_trace
 from opgraph.schemas_util import validation_error
 from opgraph.testing import synthesize, write_scenario
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from opgraph.analysis.critical_path import CATEGORIES, critical_path
+from opgraph.analysis.critical_path.model import CATEGORIES
+from opgraph.analysis.critical_path.path import critical_path
 from opgraph.analysis.idle import CAUSES, idle_time
 from opgraph.cli import main
 from opgraph.schemas_util import validate

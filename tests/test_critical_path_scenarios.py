@@ -11,7 +11,8 @@ import pytest
 
 from conftest import table_headers
 
-from opgraph.analysis.critical_path import CATEGORIES, critical_path
+from opgraph.analysis.critical_path.model import CATEGORIES
+from opgraph.analysis.critical_path.path import critical_path
 from opgraph.graph.io import load_any
 from opgraph.schemas_util import validate
 from opgraph.testing.synth_paths import (
@@ -147,7 +148,8 @@ def test_synchronous_launch_is_a_wait_and_moves_with_its_kernel(written: dict[st
     """The launch call that returned after its own kernel ended carries the evidence, the
     health lists it, and halving the kernel shortens the step by half the kernel (315 µs):
     the call's end waited for it."""
-    from opgraph.predict import parse_transforms, predict
+    from opgraph.predict.whatif import parse_transforms
+    from opgraph.predict.prediction import predict
 
     G = load_any(str(written["synchronous_launch"]))
     ev = [d.get("evidence") for *_, d in G.edges(data=True) if d["kind"] == "launch"]
@@ -211,7 +213,8 @@ WHATIF_CASES = [(n, i) for n in PATH_SCENARIOS + IDLE_SCENARIOS for i in range(l
 
 @pytest.mark.parametrize("name,i", WHATIF_CASES)
 def test_whatifs_move_as_constructed(name: str, i: int, written: dict[str, Path], tmp_path: Path) -> None:
-    from opgraph.predict import parse_transforms, predict
+    from opgraph.predict.whatif import parse_transforms
+    from opgraph.predict.prediction import predict
 
     sc = _scenario(name)
     wi = sc.whatifs[i]

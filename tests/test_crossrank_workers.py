@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from conftest import KINETO_DIR, ROOT, _run_cli, assert_one_line_error
-from opgraph.analysis.critical_path import boundary_dag
+from opgraph.analysis.critical_path.engine import boundary_dag
 from opgraph.analysis.crossrank import crossrank_critical_path
 from opgraph.analysis.crossrank_workers import (END_CUT, END_EXIT, END_NONE, NO_TIME, crossrank_from_traces,
                                                 last_arrivals)
@@ -238,7 +238,7 @@ def test_collectives_in_contradicting_order_are_one_line(tmp_path: Path) -> None
     """Rank 1 ran two collectives in the other ranks' opposite order, yet they match: the
     critical predecessors run in a circle across ranks. Both computations say so (never a
     path that silently stops short of its window)."""
-    from opgraph.analysis.critical_path import CircularPath
+    from opgraph.analysis.critical_path.engine import CircularPath
 
     def swap(r: int, doc: dict) -> None:
         if r != 1:

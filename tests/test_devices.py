@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 
 import opgraph
-from opgraph.devices import DATA_PATH, Device, all_devices, lookup, lookup_properties, peak_dtype_key
+from opgraph.devices.peaks import DATA_PATH, Device, all_devices, lookup, lookup_properties, peak_dtype_key
 
 SCHEMA_PATH = Path(opgraph.__file__).parent / "schemas" / "devices.schema.json"
 

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from opgraph.cli import main
-from opgraph.devices import ENV_VAR, DATA_PATH, all_devices, device_files, lookup
+from opgraph.devices.peaks import ENV_VAR, DATA_PATH, all_devices, device_files, lookup
 from opgraph.errors import OpgraphInputError
 from opgraph.schemas_util import validate
 

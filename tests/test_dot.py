@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from conftest import KINETO_DIR, SYNTH_DIR, _run_cli, assert_one_line_error, load_graph, requires_traces
-from opgraph.analysis.critical_path import critical_path
+from opgraph.analysis.critical_path.path import critical_path
 from opgraph.export.dot import GraphvizMissing, dot_source, graph_view, render
 
 ALEXNET = KINETO_DIR / "hta_critical_path_alexnet.json.gz"

@@ -11,7 +11,7 @@ import networkx as nx
 import pytest
 
 from opgraph.graph.build import build_graph
-from opgraph.ingest import read_trace
+from opgraph.ingest.readers import read_trace
 from opgraph.analysis.enqueue_stats import enqueue_stats
 from opgraph.ingest.dvdt import decode_arg
 from opgraph.testing import synth_dvdt

@@ -12,7 +12,7 @@ import pytest
 
 from opgraph.graph.build import build_graph
 from opgraph.graph.et_link import attach_et, match_et
-from opgraph.ingest import read_trace
+from opgraph.ingest.readers import read_trace
 
 TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
 ET_FILES = (sorted((TRACES / "B_et").iterdir()) + sorted((TRACES / "E_dlrm_study").iterdir())
@@ -189,7 +189,7 @@ def test_attach_et_refuses_a_mismatched_et_before_changing_the_trace() -> None:
     """The refusal belongs to :func:`attach_et` itself (API callers get it too), and the
     Kineto table is untouched when it is raised."""
     from opgraph.errors import OpgraphInputError
-    from opgraph.ingest import read_trace
+    from opgraph.ingest.readers import read_trace
 
     kt = read_trace(TRACES / "A_kineto" / "param_dlrm_8gpu_rank0.pt.trace.json.gz")
     et = read_trace(TRACES / "B_et" / "param_resnet_2gpu_et_1.1.0.json.gz")

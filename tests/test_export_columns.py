@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 import opgraph
-from opgraph.analysis.critical_path import critical_path
+from opgraph.analysis.critical_path.path import critical_path
 from opgraph.cli import main
 from opgraph.export.dot import write_graphviz
 from opgraph.export.tables.graph import graph_tables

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from opgraph.ingest import FORMATS, detect_format, parse_trace_doc, read_trace
+from opgraph.ingest.readers import FORMATS, detect_format, parse_trace_doc, read_trace
 from opgraph.ingest.source import SQLITE_MAGIC, read_source
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -212,7 +212,7 @@ def test_node_link_roundtrip(rel: str, cli, tmp_path: Path) -> None:
 def test_reader_registry_order(doc, expected) -> None:
     """The readers' sniffs are tried in the registry's order: documents that two of them
     could claim go to the same format as before the registry (one content test each)."""
-    from opgraph.ingest import READERS
+    from opgraph.ingest.readers import READERS
 
     assert detect_format(b"{}", doc) == expected
     assert FORMATS == tuple(r.name for r in READERS)

@@ -96,7 +96,7 @@ def test_fuzz_device_file_fields(key: str, value: Any, which: int, clone: bool) 
         if r.exit_code == 2:
             assert str(dev) in r.stderr and "device file" in r.stderr, r.stderr
         else:  # accepted: every figure is a finite positive number within the bounds
-            from opgraph.devices import load_device_file
+            from opgraph.devices.peaks import load_device_file
             for dv in load_device_file(dev):
                 for table in (dv.peak_tflops, dv.peak_tflops_sparse):
                     assert all(v is None or (math.isfinite(v) and 0 < v <= 1e5) for v in table.values())
@@ -274,7 +274,7 @@ def test_fuzz_capture_files(calls: list, deep: int) -> None:
         ends = sum(1 for n, _ in calls if "End" in n)
         if r.exit_code == 0:
             from opgraph.graph.graph_replay import captured_graphs
-            from opgraph.ingest import read_trace
+            from opgraph.ingest.readers import read_trace
             assert len(captured_graphs(read_trace(cap))) <= min(begins, ends)
 
 

@@ -14,7 +14,7 @@ import pytest
 import opgraph
 from opgraph.analysis.device_breakdown import OUTSIDE_OPS, device_breakdown, device_breakdown_doc
 from opgraph.graph.graph_replay import attach_capture_files, captured_graphs
-from opgraph.ingest import read_trace
+from opgraph.ingest.readers import read_trace
 from opgraph.schemas_util import validation_error
 from opgraph.testing.synth_graph_replay import EXPECTED_OPS, LAYERS, write_pair
 

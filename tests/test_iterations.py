@@ -22,7 +22,7 @@ from opgraph.analysis.trim import trim_table
 from opgraph.intervals import IntervalSet, union_intervals
 from opgraph.errors import OpgraphInputError
 from opgraph.graph import build_graph, node_kind_counts
-from opgraph.ingest import read_trace
+from opgraph.ingest.readers import read_trace
 from opgraph.schemas_util import validation_error
 from opgraph.testing import SCENARIOS, synthesize, write_scenario
 
@@ -199,7 +199,7 @@ def test_build_iterations_option_trims_steps(tmp_path):
 
 def test_nvtx_iteration_ranges_are_steps():
     """Nsight Systems traces mark iterations with NVTX ranges named ``Iteration N``."""
-    from opgraph.analysis.critical_path import critical_path
+    from opgraph.analysis.critical_path.path import critical_path
     from opgraph.analysis.info import find_steps
     from opgraph.graph.io import load_any
 

@@ -15,7 +15,7 @@ import pytest
 from conftest import KINETO_FILES, SYNTH_TRACES, TRACES, kineto_params, same_values
 
 from opgraph.errors import OpgraphInputError
-from opgraph.ingest import parse_trace_doc, read_trace, read_trace_doc
+from opgraph.ingest.readers import parse_trace_doc, read_trace, read_trace_doc
 from opgraph.ingest.event_args import LINK_KEYS, DictArgs, RawArgs
 from opgraph.ingest.kineto import parse_json
 from opgraph.ingest.kineto_decode import FieldColumns, decode_kineto

@@ -19,7 +19,7 @@ from opgraph.analysis.multistream import (
 )
 from opgraph.intervals import overlap_sweep
 from opgraph.graph import build_graph
-from opgraph.ingest import read_trace
+from opgraph.ingest.readers import read_trace
 from opgraph.schemas_util import validation_error
 from opgraph.testing import synthesize, write_scenario
 

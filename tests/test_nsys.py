@@ -15,7 +15,7 @@ import pytest
 
 from opgraph.errors import OpgraphInputError
 from opgraph.graph.build import build_graph
-from opgraph.ingest import read_trace
+from opgraph.ingest.readers import read_trace
 from opgraph.testing import synth_nsys
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -306,7 +306,7 @@ def _rebuild_kernel_table(p, first: str | None = None, last: str | None = None) 
 def test_sqlite_generated_column_does_not_shift_values(tmp_path) -> None:
     """Audit #21: a table with a leading generated column (left out by PRAGMA table_info,
     returned by SELECT *) must read exactly as the same table without it."""
-    from opgraph.ingest import read_trace
+    from opgraph.ingest.readers import read_trace
     from opgraph.testing.synth_nsys import write_fixtures
 
     p = write_fixtures(tmp_path)["sqlite"]
@@ -324,7 +324,7 @@ def test_sqlite_virtual_zeroblob_column_is_not_read(tmp_path) -> None:
     ``zeroblob(900000000)`` asked for 3.5 GB; generated columns are never read."""
     import tracemalloc
 
-    from opgraph.ingest import read_trace
+    from opgraph.ingest.readers import read_trace
     from opgraph.testing.synth_nsys import write_fixtures
 
     p = write_fixtures(tmp_path)["sqlite"]

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from opgraph.analysis.overheads import OverheadParams, overhead_samples, overheads_doc
 from opgraph.graph import build_graph
-from opgraph.ingest import read_trace
+from opgraph.ingest.readers import read_trace
 from opgraph.schemas_util import validation_error
 from opgraph.testing import synthesize, write_scenario
 

@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from opgraph.analysis.critical_path import CATEGORIES, critical_path
+from opgraph.analysis.critical_path.model import CATEGORIES
+from opgraph.analysis.critical_path.path import critical_path
 from opgraph.analysis.idle import idle_time
 from opgraph.cli import main
 from opgraph.export.perfetto.check import check_chrome_trace, load_trace_doc, new_problems
@@ -26,7 +27,7 @@ from opgraph.export.perfetto.overlay import (
     ARG_PREFIX, FLOW_CAT, FLOW_NAME, build_overlay, critical_crossings, export_perfetto, next_flow_id,
 )
 from opgraph.graph.io import load_any, save_graph
-from opgraph.ingest import read_trace
+from opgraph.ingest.readers import read_trace
 from opgraph.schemas_util import validation_error
 
 ROOT = Path(__file__).resolve().parents[1]

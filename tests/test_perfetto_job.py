@@ -28,7 +28,7 @@ from opgraph.export.perfetto.check import check_chrome_trace, load_trace_doc
 from opgraph.export.perfetto.overlay import ARG_PREFIX, FLOW_CAT
 from opgraph.export.perfetto.job import COLL_FLOW_CAT, SEGMENT_CAT, SUMMARISED_CAT, pid_stride
 from opgraph.graph.io import load_any
-from opgraph.ingest import read_trace
+from opgraph.ingest.readers import read_trace
 from opgraph.schemas_util import validation_error
 
 FIX = ROOT / "fixtures" / "multirank"

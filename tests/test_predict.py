@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from opgraph.graph.arrays import GraphArrays
-from opgraph.analysis.critical_path import critical_path
-from opgraph.predict import parse_transforms, predict
+from opgraph.analysis.critical_path.path import critical_path
+from opgraph.predict.whatif import parse_transforms
+from opgraph.predict.prediction import predict
 from opgraph.predict.simulation import R, build_model, simulate
 from opgraph.predict.whatif import WhatIfError, parse_duration, parse_scale
 from opgraph.schemas_util import validate
@@ -217,7 +218,7 @@ def test_remove_a_launch_call_removes_its_kernel_and_composes():
 
 
 def test_device_retiming_without_model_uses_bandwidth_ratio():
-    from opgraph.devices import lookup
+    from opgraph.devices.peaks import lookup
 
     G = synth("gpu_bound")
     res = predict(G, parse_transforms(device="H100 SXM"), source_device="A100 SXM4 80GB")

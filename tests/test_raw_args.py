@@ -168,7 +168,7 @@ def test_unpack_payload_of_a_built_payload(tmp_path: Path) -> None:
     """A payload built in this process with raw args puts its column back on request (the
     multi-rank worker's way) and drops the packed text."""
     from opgraph.graph.build import build_payload
-    from opgraph.ingest import read_trace
+    from opgraph.ingest.readers import read_trace
 
     trace = opgraph.example_trace("gpu_bound", tmp_path)
     p = build_payload(read_trace(trace))

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from opgraph.graph.build import build_graph
-from opgraph.ingest import read_trace
+from opgraph.ingest.readers import read_trace
 from opgraph.ingest.kineto import parse_json, read_kineto
 from opgraph.ingest.source import read_source
 from opgraph.ingest.table import COLUMNS

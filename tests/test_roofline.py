@@ -20,7 +20,7 @@ from opgraph.analysis.roofline import (
 from opgraph.cli import main
 from opgraph.graph.build import edge_kind_counts
 from opgraph.graph.io import load_any
-from opgraph.ingest import read_trace
+from opgraph.ingest.readers import read_trace
 from opgraph.schemas_util import validate
 
 TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "traces"

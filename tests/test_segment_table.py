@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from conftest import KINETO_FILES, SYNTH_TRACES, requires_traces
 
-from opgraph.analysis.critical_path import (CATEGORIES, CriticalPathResult, SegmentTable, critical_path,
-                                            summarize_windows)
+from opgraph.analysis.critical_path.model import CATEGORIES
+from opgraph.analysis.critical_path.result import CriticalPathResult, SegmentTable, summarize_windows
+from opgraph.analysis.critical_path.path import critical_path
 from opgraph.graph.io import load_any
 
 

@@ -282,7 +282,7 @@ def test_ns_float_needs_the_decimal_text(tmp_path: Path, scenarios: dict[str, Sc
 # --------------------------------------------- reader and graph builder (guarded)
 def _reader() -> Callable[..., Any]:
     try:
-        from opgraph.ingest import read_trace
+        from opgraph.ingest.readers import read_trace
     except ImportError as exc:
         pytest.skip(f"opgraph.ingest.read_trace not available yet: {exc}")
     return read_trace

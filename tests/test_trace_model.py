@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 import opgraph
 from opgraph.analysis.collectives import collectives
-from opgraph.analysis.critical_path import critical_path
+from opgraph.analysis.critical_path.path import critical_path
 from opgraph.analysis.idle import idle_time
 from opgraph.analysis.launch_stats import launch_stats
 from opgraph.analysis.overlap import comm_overlap
@@ -59,7 +59,8 @@ def _frame_docs(G) -> dict:
     from opgraph.analysis.memory_timeline import memory_timeline
     from opgraph.analysis.multistream import summary_doc
     from opgraph.analysis.nvtx import nvtx_summary
-    from opgraph.predict import parse_transforms, predict
+    from opgraph.predict.whatif import parse_transforms
+    from opgraph.predict.prediction import predict
     from opgraph.predict.model_build import build_calibration, build_lookup
     from opgraph.analysis.overheads import OverheadParams, overhead_samples, overheads_doc
     from opgraph.analysis.roofline import report_doc, roofline

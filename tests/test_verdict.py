@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from opgraph.analysis.critical_path import critical_path
+from opgraph.analysis.critical_path.path import critical_path
 from opgraph.graph.io import load_any
 from opgraph.schemas_util import validate
 from opgraph.testing.synth_paths import VERDICT_SCENARIOS, verdict_scenario, write_path_scenario

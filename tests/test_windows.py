@@ -307,7 +307,7 @@ def test_every_command_same_steps_synth(path):
 
 
 def test_critical_path_uses_the_selector(tmp_path):
-    from opgraph.analysis.critical_path import critical_path
+    from opgraph.analysis.critical_path.path import critical_path
 
     G, a = graph_and_arrays(host_steps(tmp_path))
     res = critical_path(G)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from opgraph.analysis.critical_path import critical_path
+from opgraph.analysis.critical_path.path import critical_path
 from opgraph.analysis.idle import idle_time
 from opgraph.graph.io import load_any
 

@@ -40,9 +40,10 @@ import pandas as pd
 
 from opgraph.graph.arrays import GraphArrays, key_positions
 from opgraph.graph.model import AnyGraph, arrays_of, as_networkx
-from opgraph.analysis.critical_path import (CATEGORIES, BoundaryDAG, ExtraEdges, PathSegment, SegmentTable,
-                                            WindowPath, boundary_dag, breakdown_frame, path_frame, segment_columns,
-                                            segment_table, summarize_windows, walk_back)
+from opgraph.analysis.critical_path.model import CATEGORIES
+from opgraph.analysis.critical_path.engine import BoundaryDAG, ExtraEdges, boundary_dag, segment_columns, walk_back
+from opgraph.analysis.critical_path.result import PathSegment, SegmentTable, WindowPath, breakdown_frame, path_frame, summarize_windows
+from opgraph.analysis.critical_path.path import segment_table
 from opgraph.analysis.display import TableResult
 from opgraph.time_categories import CROSS_RANK_CATEGORIES
 from opgraph.analysis.stragglers import job_info, kernel_waits

@@ -224,7 +224,7 @@ def _steps(G: AnyGraph) -> dict[str, Any] | None:
 
 
 def _cp(G: AnyGraph) -> dict[str, Any]:
-    from opgraph.analysis.critical_path import critical_path
+    from opgraph.analysis.critical_path.path import critical_path
 
     sm = critical_path(G).summary()
     w = max(int(sm["windows"]), 1)

@@ -31,7 +31,7 @@ def _crossrank(input: str, window: str | None, ranks: str | None, as_json: bool,
                files: TableFiles | None, compute: Callable[[list[int] | None], Any]) -> None:
     """``critical-path`` on a multi-rank job: the cross-rank path per step, ``compute(ranks)``
     on the job graph or on the rank traces; its errors as one line naming ``input``."""
-    from opgraph.analysis.critical_path import CircularPath
+    from opgraph.analysis.critical_path.engine import CircularPath
 
     if window is not None:
         raise OpgraphInputError(input, "--window is not supported on a multi-rank job: windows are the "
@@ -96,7 +96,7 @@ def critical_path_cmd(input: str, window: str | None, as_json: bool, no_path: bo
     Given the rank traces themselves (a directory or a glob), the same path is computed
     rank by rank in the process pool (--workers) or on a Dask cluster (--scheduler), so
     no process holds more than one rank."""
-    from opgraph.analysis.critical_path import critical_path
+    from opgraph.analysis.critical_path.path import critical_path
     from opgraph.commands.window_option import check_window, window_errors
 
     if is_multirank_input((input,)):

@@ -21,7 +21,7 @@ from opgraph.table_options import TableFiles, table_file_options, write_frames
 def devices(as_json: bool, name: str | None, sparse: bool, csv_dir: TableFiles | None) -> None:
     """The device peak table (dense TFLOP/s per dtype, DRAM GB/s) with its sources; entries
     from user device files (--device-file, $OPGRAPH_DEVICES) cite the file."""
-    from opgraph.devices import device_table_doc
+    from opgraph.devices.peaks import device_table_doc
 
     try:
         doc = device_table_doc(name)

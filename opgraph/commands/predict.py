@@ -72,7 +72,8 @@ def predict_cmd(input: str, replay: bool, scale_kernels: tuple[str, ...], scale_
     measured trace. With --et (no INPUT): predict an execution trace's iteration time from
     a profile's overheads and kernel models (docs/predict.md)."""
     from opgraph.commands.window_option import check_window
-    from opgraph.predict import WhatIfError, parse_transforms, predict
+    from opgraph.predict.whatif import WhatIfError, parse_transforms
+    from opgraph.predict.prediction import predict
 
     if et is not None:
         from opgraph.commands.predict_et import predict_et_command

@@ -280,7 +280,7 @@ def attach_et_file(kineto: EventTable, et_path: str) -> dict[str, Any]:
     """Read the ET at ``et_path`` and :func:`attach_et` it to ``kineto`` (which refuses an
     ET that does not match the trace, :data:`ET_MISMATCH_PCT`, with one line)."""
     from opgraph.errors import OpgraphInputError
-    from opgraph.ingest import read_trace
+    from opgraph.ingest.readers import read_trace
 
     et = read_trace(et_path)
     if et.meta.get("format") != "pytorch-et":

@@ -379,7 +379,7 @@ def attach_captures(table: EventTable, extra: list[CapturedGraph] | None = None)
 def attach_capture_files(table: EventTable, paths: list[str]) -> dict[str, Any] | None:
     """Read each capture trace in ``paths`` and :func:`attach_captures` its graphs to ``table``."""
     from opgraph.errors import OpgraphInputError
-    from opgraph.ingest import read_trace
+    from opgraph.ingest.readers import read_trace
 
     graphs: list[CapturedGraph] = []
     for p in paths:

@@ -226,7 +226,7 @@ def read_input(path: str | Path, format: str | None = None, step=None, model: bo
     """A saved graph (``nx.DiGraph``, or with ``model`` a
     :class:`~opgraph.graph.model.TraceGraph` when it was saved in column form) or, for a raw
     trace, its :class:`EventTable`."""
-    from opgraph.ingest import detect_format, read_trace_doc
+    from opgraph.ingest.readers import detect_format, read_trace_doc
     from opgraph.ingest.source import SQLITE_MAGIC, read_source
 
     step = step or (lambda _p: None)
@@ -243,7 +243,7 @@ def read_input(path: str | Path, format: str | None = None, step=None, model: bo
         step("parse")
         # [issue #7 hook] non-JSON formats (nsys JSON lines, nsys stats CSV, CLIntercept's
         # unterminated array) are recognised here instead of failing as invalid JSON
-        from opgraph.ingest import parse_trace_doc
+        from opgraph.ingest.readers import parse_trace_doc
         doc = parse_trace_doc(src)
         if format is None and detect_format(src.data, doc) == "opgraph-graph":
             from opgraph.exact_json import BIG_INT_RE, exact_loads, may_hold_big_int

@@ -554,7 +554,7 @@ def _own_us(api: str, lk: KernelLookup | None, ov: Overheads) -> float:
 def resolve_device(name: str) -> tuple[MicrobenchProfile | None, Peaks]:
     """(microbench profile, peaks) of a ``--device`` name; ``ValueError`` listing the known
     names when neither table knows it."""
-    from opgraph.devices import all_devices
+    from opgraph.devices.peaks import all_devices
     from opgraph.predict.kernel_models import device_peaks, microbench_profile, microbench_profiles
 
     prof = microbench_profile(name)

@@ -90,7 +90,7 @@ def category_gains(G: Any, shares: Sequence[tuple[str, float]], min_share_pct: f
     int64-ns range) is left out, and why is appended to ``skipped`` when given."""
     from dataclasses import replace
 
-    from opgraph.predict import predict
+    from opgraph.predict.prediction import predict
     from opgraph.predict.simulation import build_model
 
     cats = [c for c, p in shares if p >= min_share_pct and c in LEVERS]

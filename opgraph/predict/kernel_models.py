@@ -103,7 +103,7 @@ def microbench_profile(name: str) -> MicrobenchProfile | None:
     for p in microbench_profiles():
         if key == _norm(p.name) or key in {_norm(a) for a in p.aliases}:
             return p
-    from opgraph.devices import lookup
+    from opgraph.devices.peaks import lookup
 
     dev = lookup(name)
     if dev is not None:
@@ -308,7 +308,7 @@ class Peaks:
     dram_bytes_per_ns: float
 
     def flops_rate(self, dtype: str | None) -> float | None:
-        from opgraph.devices import peak_dtype_key
+        from opgraph.devices.peaks import peak_dtype_key
 
         key = peak_dtype_key(dtype) if dtype else None
         return self.flops_per_ns.get(key or "fp32") or self.flops_per_ns.get("fp32")
@@ -319,7 +319,7 @@ def device_peaks(name: str) -> Peaks | None:
     the matching microbench profile or of :func:`opgraph.devices.lookup`; a profile with
     no ``devices.json`` entry gives its measured fp32 GFLOP/s and DRAM GB/s. ``None`` when
     unknown."""
-    from opgraph.devices import all_devices, lookup
+    from opgraph.devices.peaks import all_devices, lookup
 
     prof = microbench_profile(name)
     dev = None

@@ -248,7 +248,7 @@ def build_lookup(G: AnyGraph | GraphFrame, params: OverheadParams | None = None,
 
 def profile_device_name(G: AnyGraph) -> str | None:
     """The ``devices.json`` name of the trace's GPU (from ``deviceProperties``), if known."""
-    from opgraph.devices import lookup_properties
+    from opgraph.devices.peaks import lookup_properties
 
     for p in G.graph.get("device_properties") or []:
         if isinstance(p, dict):

@@ -171,7 +171,7 @@ class _Inputs:
         return f"{us / 1e3:,.2f} ms" if us >= 1e4 else f"{us:,.1f} µs"
 
     def cp(self) -> dict[str, Any]:
-        from opgraph.analysis.critical_path import critical_path
+        from opgraph.analysis.critical_path.path import critical_path
         return self.get("cp", lambda: critical_path(self.G).to_dict(with_path=False))
 
     def idle(self) -> dict[str, Any]:
@@ -213,7 +213,8 @@ class _Inputs:
 
     def price(self, key: str, transforms: list[Any]) -> tuple[str, float]:
         """The what-if ``transforms`` as text and what it gains on the makespan (µs, ≥ 0)."""
-        from opgraph.predict import build_model, makespan_change
+        from opgraph.predict.simulation import build_model
+        from opgraph.predict.prediction import makespan_change
 
         model = self.get("model", lambda: build_model(self.G, self.arrays()))
         ch = self.get("whatif:" + key, lambda: makespan_change(self.G, transforms, model=model))
@@ -253,7 +254,7 @@ def _priced(x: _Inputs, rule: str, removable: float, whole: float, transforms: l
 
 
 def _free_host() -> list[Any]:
-    from opgraph.predict import Transform
+    from opgraph.predict.whatif import Transform
 
     return [Transform("scale_cpu", pattern=".*", factor=0.0), Transform("launch_overhead", value_ns=0)]
 
@@ -292,7 +293,7 @@ def _launch_bound(x: _Inputs) -> list[Finding]:
 
 
 def _idle_rules(x: _Inputs) -> list[Finding]:
-    from opgraph.predict import Transform
+    from opgraph.predict.whatif import Transform
 
     doc = x.idle()
     out = []
@@ -325,7 +326,7 @@ def _idle_rules(x: _Inputs) -> list[Finding]:
 
 
 def _stream_wait(x: _Inputs) -> list[Finding]:
-    from opgraph.predict import Transform
+    from opgraph.predict.whatif import Transform
 
     s, wait, pct = _on_path(x, "device_wait", "sync_wait")
     b = s["breakdown_us"]
@@ -345,7 +346,7 @@ def _stream_wait(x: _Inputs) -> list[Finding]:
 
 def _data_loading(x: _Inputs) -> list[Finding]:
     from opgraph.analysis.data_markers import DEFAULT_DATA_MARKERS
-    from opgraph.predict import Transform
+    from opgraph.predict.whatif import Transform
 
     s = x.cp()["summary"]
     t = s["breakdown_us"].get("data_loading")
@@ -362,7 +363,7 @@ def _data_loading(x: _Inputs) -> list[Finding]:
 
 def _exposed_comm(x: _Inputs) -> list[Finding]:
     from opgraph.graph.linking import COMM_KERNEL_PATTERN
-    from opgraph.predict import Transform
+    from opgraph.predict.whatif import Transform
 
     all_rows = x.overlap().get("rows", [])
     whole = [r for r in all_rows if r["window"] == "all"]
@@ -383,7 +384,7 @@ def _exposed_comm(x: _Inputs) -> list[Finding]:
 
 
 def _pageable(x: _Inputs) -> list[Finding]:
-    from opgraph.predict import Transform
+    from opgraph.predict.whatif import Transform
 
     rows = [r for r in x.copies().get("by_kind", []) if r.get("pageable")]
     if not rows:

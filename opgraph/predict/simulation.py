@@ -68,9 +68,8 @@ import pandas as pd
 from opgraph.graph.arrays import GraphArrays
 from opgraph.graph.model import arrays_of
 from opgraph.graph.cycles import kahn_order
-from opgraph.analysis.critical_path import (
-    PRIORITY, ROLES, R, BoundaryEdges, boundary_edges, boundary_times, dag_from_edges, edge_categories, pick_critical,
-)
+from opgraph.analysis.critical_path.model import PRIORITY, ROLES, R, BoundaryEdges, boundary_edges, edge_categories
+from opgraph.analysis.critical_path.engine import boundary_times, dag_from_edges, pick_critical
 
 #: A launch call is blocked by a full launch queue when it takes this long (ns) and 10x the
 #: median of its API, with at least QUEUE_MIN_PENDING activities of its device in flight.

@@ -12,7 +12,7 @@ import numpy as np
 from opgraph.analysis.flops import dtype_info
 from opgraph.analysis.roofline.kernel_names import kernel_name_dtype, tf32_name_mask
 from opgraph.analysis.roofline.objects import map_distinct
-from opgraph.devices import peak_dtype_key
+from opgraph.devices.peaks import peak_dtype_key
 
 
 def canonical_dtype(dtype: str | None) -> str | None:

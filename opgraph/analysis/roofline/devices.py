@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from opgraph.devices import Device, all_devices, lookup, lookup_properties
+from opgraph.devices.peaks import Device, all_devices, lookup, lookup_properties
 
 
 #: What an unknown device means for "% of peak", and how to name one: said by the terminal

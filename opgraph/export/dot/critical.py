@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from typing import Sequence
 
 
-from opgraph.analysis.critical_path import BoundaryDAG, WindowPath, critical_path
+from opgraph.analysis.critical_path.engine import BoundaryDAG
+from opgraph.analysis.critical_path.result import WindowPath
+from opgraph.analysis.critical_path.path import critical_path
 from opgraph.graph.arrays import GraphArrays
 from opgraph.graph.windows import Window
 from opgraph.graph.model import AnyGraph

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 
-from opgraph.analysis.critical_path import BoundaryDAG
+from opgraph.analysis.critical_path.engine import BoundaryDAG
 from opgraph.export.dot.layout import dot_source, to_pydot
 from opgraph.export.dot.select import graph_view
 from opgraph.export.dot.view import GraphView

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from opgraph.analysis.critical_path import BoundaryDAG, boundary_dag
+from opgraph.analysis.critical_path.engine import BoundaryDAG, boundary_dag
 from opgraph.export.dot.collapse import representatives
 from opgraph.export.dot.critical import view_path
 from opgraph.export.dot.view import ACTIVITY_KINDS, HOST_KINDS, EmptySelection, GraphView, ViewEdge, ViewNode

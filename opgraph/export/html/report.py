@@ -84,7 +84,7 @@ def report_data(G: AnyGraph, batch_size: int | None = None, device: str | None =
         except Exception as e:  # noqa: BLE001 - one section failing leaves the others
             notes.append(f"{name}: left out ({type(e).__name__}: {e})")
 
-    from opgraph.analysis.critical_path import critical_path
+    from opgraph.analysis.critical_path.path import critical_path
     from opgraph.analysis.busy_windows import idle_with_windows
     from opgraph.analysis.info import trace_info
     from opgraph.predict.gains import path_document

@@ -33,7 +33,9 @@ import pandas as pd
 
 from opgraph.gc_pause import gc_paused
 from opgraph.graph.arrays import GraphArrays
-from opgraph.analysis.critical_path import BoundaryDAG, CriticalPathResult, boundary_dag, critical_path
+from opgraph.analysis.critical_path.engine import BoundaryDAG, boundary_dag
+from opgraph.analysis.critical_path.result import CriticalPathResult
+from opgraph.analysis.critical_path.path import critical_path
 from opgraph.analysis.idle import IdleResult, idle_time
 from opgraph.export.perfetto.args import (
     ARG_PREFIX, copy_args, critical_args, idle_args, launch_args, merge_args, replay_args, wait_args,

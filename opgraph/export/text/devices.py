@@ -9,7 +9,7 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from opgraph.devices import PEAK_DTYPES
+from opgraph.devices.peaks import PEAK_DTYPES
 
 
 def devices_frame(entries: list[dict[str, Any]], sparse: bool = False) -> pd.DataFrame:

@@ -15,7 +15,7 @@ def render_roofline_report(doc: dict[str, Any], console: Any, top: int, graph_re
     from rich.table import Table
 
     from opgraph.analysis.roofline.devices import UNKNOWN_DEVICE
-    from opgraph.devices import all_devices
+    from opgraph.devices.peaks import all_devices
     from opgraph.export.text.console import cell, print_table, styled
 
     s = doc["summary"]
