@@ -27,7 +27,7 @@ from typing import Any, Callable, Sequence
 import networkx as nx
 import pandas as pd
 
-from opgraph.analysis.critical_path.result import CriticalPathResult
+from opgraph.analysis.critical_path.run_result import CriticalPathResult
 from opgraph.analysis.display import TableResult
 from opgraph.analysis.idle import IdleResult
 from opgraph.analysis.roofline import RooflineResult
@@ -607,7 +607,7 @@ def summary(G: nx.DiGraph | PathLike, batch_size: int | None = None, step_regex:
     ['summary', 'summary_devices', 'summary_streams']
     """
     from opgraph.analysis.data_markers import data_markers_of
-    from opgraph.analysis.multistream import summary_doc
+    from opgraph.analysis.summary_doc import summary_doc
     from opgraph.export.tables.documents import summary_frames
 
     batch_size = number_arg("batch_size", batch_size, minimum=1, integer=True, none_ok=True)

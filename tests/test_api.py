@@ -16,7 +16,7 @@ import pytest
 import opgraph
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCTEST_MODULES = ("opgraph", "opgraph.api", "opgraph.analysis.idle", "opgraph.analysis.critical_path.result",
+DOCTEST_MODULES = ("opgraph", "opgraph.api", "opgraph.analysis.idle", "opgraph.analysis.critical_path.run_result",
                    "opgraph.analysis.overlap", "opgraph.analysis.memory_bw", "opgraph.analysis.collectives",
                    "opgraph.analysis.launch_stats", "opgraph.analysis.queue_length", "opgraph.analysis.categories")
 

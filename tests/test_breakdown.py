@@ -22,7 +22,8 @@ from opgraph.analysis.host_breakdown import host_breakdown, host_breakdown_doc
 from opgraph.analysis.window import analysis_window
 from opgraph.analysis.graph_frame import graph_frame
 from opgraph.analysis.step_times import iterations_doc
-from opgraph.analysis.multistream import stream_stats, summary_doc
+from opgraph.analysis.multistream import stream_stats
+from opgraph.analysis.summary_doc import summary_doc
 from opgraph.analysis.overheads import overheads_doc
 from opgraph.graph import build_graph
 from opgraph.ingest.readers import read_trace

@@ -13,7 +13,7 @@ import pytest
 import opgraph
 from opgraph.analysis.busy_windows import busy_windows
 from opgraph.analysis.idle import idle_time
-from opgraph.analysis.multistream import summary_doc
+from opgraph.analysis.summary_doc import summary_doc
 from opgraph.schemas_util import validation_error
 
 

@@ -14,9 +14,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from opgraph.analysis.multistream import (
-    device_stats, qps, seed_overlap_sweep, stream_stats, summary_doc,
-)
+from opgraph.analysis.multistream import device_stats, qps, seed_overlap_sweep, stream_stats
+from opgraph.analysis.summary_doc import summary_doc
 from opgraph.intervals import overlap_sweep
 from opgraph.graph import build_graph
 from opgraph.ingest.readers import read_trace

@@ -57,7 +57,7 @@ def _frame_docs(G) -> dict:
     from opgraph.predict.recommendations import recommendations
     from opgraph.analysis.shapes import shapes
     from opgraph.analysis.memory_timeline import memory_timeline
-    from opgraph.analysis.multistream import summary_doc
+    from opgraph.analysis.summary_doc import summary_doc
     from opgraph.analysis.nvtx import nvtx_summary
     from opgraph.predict.whatif import parse_transforms
     from opgraph.predict.prediction import predict

@@ -32,7 +32,7 @@ def summary(input: str, batch_size: int | None, step_regex: str | None, data_mar
     INPUT a directory or a glob (one trace per rank): a per-rank table computed rank by
     rank in a process pool, or on a Dask cluster with --scheduler (--json:
     schemas/multirank-summary.schema.json)."""
-    from opgraph.analysis.multistream import summary_doc
+    from opgraph.analysis.summary_doc import summary_doc
 
     if is_multirank_input([input]) or scheduler:
         from opgraph.export.text.multirank import render_multirank_summary

@@ -26,7 +26,7 @@ from opgraph.graph.arrays import GraphArrays
 from opgraph.graph.model import AnyGraph, as_networkx
 from opgraph.intervals import union_intervals
 from opgraph.analysis.critical_path.model import CATEGORIES
-from opgraph.analysis.critical_path.result import CriticalPathResult
+from opgraph.analysis.critical_path.run_result import CriticalPathResult
 from opgraph.analysis.critical_path.path import critical_path
 from opgraph.predict.simulation import (
     NEVER, BoundaryModel, build_model, critical_dag, predicted_arrays, predicted_graph, simulate,

@@ -39,15 +39,8 @@ from opgraph.analysis.critical_path.stop_tail import (  # noqa: F401 - the packa
     PROFILER_TAIL_MIN_NS,
     TAIL_EDGE,
 )
-from opgraph.analysis.critical_path.result import (  # noqa: F401 - the package's public names
-    PathSegment,
-    SegmentTable,
-    WindowPath,
-    CriticalPathResult,
-    summarize_windows,
-    path_frame,
-    breakdown_frame,
-)
+from opgraph.analysis.critical_path.result import PathSegment, SegmentTable, WindowPath, summarize_windows, path_frame, breakdown_frame
+from opgraph.analysis.critical_path.run_result import CriticalPathResult
 from opgraph.analysis.critical_path.path import (  # noqa: F401 - the package's public names
     segment_table,
     critical_path,

@@ -32,9 +32,8 @@ from opgraph.analysis.critical_path.engine import (
 from opgraph.analysis.critical_path.model import (
     CATEGORIES, ROLES,
 )
-from opgraph.analysis.critical_path.result import (
-    CriticalPathResult, PathSegment, SegmentTable, WindowPath,
-)
+from opgraph.analysis.critical_path.result import PathSegment, SegmentTable, WindowPath
+from opgraph.analysis.critical_path.run_result import CriticalPathResult
 from opgraph.analysis.critical_path.stop_tail import mark_stop_tail, silent_from
 from opgraph.graph.windows import Window, select_windows
 

@@ -10,7 +10,6 @@ import numpy as np
 import pandas as pd
 
 from opgraph.analysis.critical_path.model import CATEGORIES, WAIT_CATEGORIES
-from opgraph.analysis.display import TableResult
 
 #: Kinds of device activities (for top-kernel tables).
 _DEVICE_KINDS = ("kernel", "memcpy", "memset")
@@ -388,41 +387,3 @@ def breakdown_frame(windows: Sequence[Any], categories: Sequence[str]) -> pd.Dat
         rows.append(r)
     return pd.DataFrame(rows, columns=["window", "start_us", "span_us", "length_us", "bound", "inferred_us",
                                        *categories])
-
-
-@dataclass(repr=False)
-class CriticalPathResult(TableResult):
-    """Critical paths of all windows of a graph.
-
-    Examples
-    --------
-    >>> import opgraph
-    >>> res = opgraph.critical_path(opgraph.load(opgraph.example_trace("gpu_bound")))
-    >>> res.to_frame("breakdown")[["window", "bound"]].head(1)
-               window        bound
-    0  ProfilerStep#1  gpu_compute
-    >>> round(res.summary()["length_us"] - res.summary()["span_us"], 6)
-    0.0
-    """
-
-    windows: list[WindowPath]
-    window_mode: str
-    main_table: ClassVar[str] = "path"
-    display_tables: ClassVar[tuple[str, ...]] = ("breakdown",)
-
-    def tables(self) -> dict[str, pd.DataFrame]:
-        """``breakdown`` (one row per window, µs per category) and ``path`` (one row per
-        segment, µs)."""
-        return {"path": path_frame(self.windows), "breakdown": breakdown_frame(self.windows, CATEGORIES)}
-
-    def summary(self) -> dict[str, Any]:
-        return summarize_windows(self.windows, CATEGORIES)
-
-    def verdict(self) -> Any:
-        """The run verdict (:func:`opgraph.analysis.critical_path.verdict.run_verdict`)."""
-        from opgraph.analysis.critical_path.verdict import run_verdict
-        return run_verdict(self.windows, CATEGORIES)
-
-    def to_dict(self, with_path: bool = True) -> dict[str, Any]:
-        return {"window_mode": self.window_mode, "run": self.verdict().to_dict(), "summary": self.summary(),
-                "windows": [w.to_dict(with_path) for w in self.windows]}

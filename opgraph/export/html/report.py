@@ -104,7 +104,7 @@ def report_data(G: AnyGraph, batch_size: int | None = None, device: str | None =
         return frame["f"], frame["w"]
 
     def summary():
-        from opgraph.analysis.multistream import summary_doc
+        from opgraph.analysis.summary_doc import summary_doc
         return summary_doc(G, batch_size, None, None)
 
     def host():

@@ -34,7 +34,7 @@ import pandas as pd
 from opgraph.gc_pause import gc_paused
 from opgraph.graph.arrays import GraphArrays
 from opgraph.analysis.critical_path.engine import BoundaryDAG, boundary_dag
-from opgraph.analysis.critical_path.result import CriticalPathResult
+from opgraph.analysis.critical_path.run_result import CriticalPathResult
 from opgraph.analysis.critical_path.path import critical_path
 from opgraph.analysis.idle import IdleResult, idle_time
 from opgraph.export.perfetto.args import (
