@@ -97,7 +97,6 @@ for _cmd in COMMANDS:
 NO_RANK_COMMANDS = frozenset({"build", "info", "critical-path", "stragglers", "augment"})
 
 
-
 def run() -> None:
     """The ``opgraph`` program: :data:`main` in a process that loads one graph and exits, so
     what it loads is frozen out of the cyclic collector's passes (``opgraph.gc_pause``)."""

@@ -1,8 +1,7 @@
 """Accelerator peak table: datasheet peak TFLOP/s per dtype and memory bandwidth.
 
-The package's public names, no logic: each is defined in the module it is imported from
-below (the package's own code is in :mod:`opgraph.devices.peaks`), and code inside opgraph
-imports it from there."""
+Public names only (docs/architecture.md, "Packages"); the code is in
+:mod:`opgraph.devices.peaks`."""
 
 from opgraph.devices.peaks import (  # noqa: F401 - the package's public names
     Device,

@@ -109,9 +109,10 @@ class GraphArrays:
     def host_parent(self) -> np.ndarray:
         """:attr:`parent` on the host only: -1 for device nodes and for a host event whose
         parent is not a host event. Read-only."""
-        host = self.is_host
-        parent = np.where(host & (self.parent >= 0), self.parent, -1)
-        parent[parent >= 0] = np.where(host[parent[parent >= 0]], parent[parent >= 0], -1)
+        p, host = self.parent, self.is_host
+        ok = host & (p >= 0)
+        ok[ok] = host[p[ok]]
+        parent = np.where(ok, p, -1)
         parent.flags.writeable = False
         return parent
 

@@ -1,8 +1,7 @@
 """Readers: one per format, each producing the canonical event table (docs/model.md).
 
-The package's public names, no logic: each is defined in the module it is imported from
-below (the package's own code is in :mod:`opgraph.ingest.readers`), and code inside opgraph
-imports it from there."""
+Public names only (docs/architecture.md, "Packages"); the code is in
+:mod:`opgraph.ingest.readers`."""
 
 from opgraph.ingest.readers import (  # noqa: F401 - the package's public names
     read_trace,

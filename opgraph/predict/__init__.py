@@ -1,8 +1,7 @@
 """What-if prediction on the typed graph (docs/predict.md).
 
-The package's public names, no logic: each is defined in the module it is imported from
-below (the package's own code is in :mod:`opgraph.predict.prediction`), and code inside opgraph
-imports it from there."""
+Public names only (docs/architecture.md, "Packages"); the code is in
+:mod:`opgraph.predict.prediction`."""
 
 from opgraph.predict.prediction import (  # noqa: F401 - the package's public names
     predict,

@@ -1,8 +1,7 @@
 """Critical path of each step on the event-boundary DAG (docs/critical-path.md).
 
-The package's public names, no logic: each is defined in the module it is imported from
-below (the package's own code is in :mod:`opgraph.analysis.critical_path.path`), and code inside opgraph
-imports it from there."""
+Public names only (docs/architecture.md, "Packages"); the code is in
+:mod:`opgraph.analysis.critical_path.path`."""
 
 from opgraph.analysis.critical_path.model import (  # noqa: F401 - the package's public names
     CATEGORIES,
