@@ -264,6 +264,12 @@ def write_payload(path: Path, payload: dict) -> Path:
     return path
 
 
+def prose(text: str) -> str:
+    """``text`` with every run of whitespace made one space: piped output wraps sentences at
+    spaces (at 100 columns), so a phrase is found whatever the line breaks."""
+    return " ".join(text.split())
+
+
 def table_headers(text: str) -> list[str]:
     """The column headers of every box table printed in ``text``, each header's lines joined
     with a space (fitted tables wrap a header over several lines: ``data`` / ``loading``)."""

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import prose
+
 import opgraph
 from opgraph.analysis.busy_windows import busy_windows
 from opgraph.analysis.idle import idle_time
@@ -74,9 +76,9 @@ def test_commands_print_and_carry_the_windows(cli, tmp_path: Path) -> None:
         assert validation_error(doc, schema) is None
         _check_identities(doc["windows"]["devices"][0])
         r = cli([cmd, str(p)])
-        assert r.exit_code == 0 and "steps' window = GPU span + lead-in + tail" in " ".join(r.stdout.split())
+        assert r.exit_code == 0 and "steps' window = GPU span + lead-in + tail" in prose(r.stdout)
     r = cli(["overlap", str(p)])
-    assert "Window: per step" in " ".join(r.stdout.split())
+    assert "Window: per step" in prose(r.stdout)
 
 
 def test_report_cards_come_from_the_windows(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import table_headers
+from conftest import prose, table_headers
 
 from opgraph.analysis.critical_path.model import CATEGORIES
 from opgraph.analysis.critical_path.path import critical_path
@@ -107,10 +107,10 @@ def test_cli_json_matches_and_validates(name: str, written: dict[str, Path], cli
 def test_cli_table_says_how_sure(written: dict[str, Path], cli) -> None:
     r = cli(["critical-path", str(written["overlapping_windows"])])
     assert r.exit_code == 0, r.stderr
-    out = " ".join(r.stdout.split())
+    out = prose(r.stdout)
     assert "windows overlap by 130 µs" in out
     r = cli(["critical-path", str(written["autograd_handoff"])])
-    out = " ".join(r.stdout.split())
+    out = prose(r.stdout)
     assert "inferred dependencies carry 50 µs (5.2 %) of the path" in out
     assert "longest wait: thread_wait 20 µs on thread 1/2 (aten::ones_like -> MmBackward) [inferred]" in out
 
@@ -261,7 +261,7 @@ def test_launch_unknown_in_the_tables(tmp_path: Path, cli) -> None:
     p = write_path_scenario(idle_scenario("idle_launch_unknown"), tmp_path)
     r = cli(["idle", str(p)])
     assert r.exit_code == 0, r.stderr
-    out = " ".join(r.stdout.split())
+    out = prose(r.stdout)
     assert "launch unknown" in table_headers(r.stdout)
     assert "GPU 0 launch_unknown 550 µs: activities with no launch record while thread 1/1" in out
     g = idle_time(load_any(str(p))).tables()["gaps"]

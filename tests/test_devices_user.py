@@ -10,6 +10,8 @@ import os
 from pathlib import Path
 
 import pytest
+
+from conftest import prose
 from click.testing import CliRunner
 
 from opgraph.cli import main
@@ -86,7 +88,7 @@ def test_new_device_matched_from_device_properties(tmp_path: Path) -> None:
     assert row["pct_peak_flops"] == pytest.approx(25.0)    # 100 of 400 TFLOP/s bf16
     assert row["pct_peak_bw"] == pytest.approx(25.0)       # 300 of 1200 GB/s
     r = _run(["report", trace, "--device-file", dev])
-    out = " ".join(r.stdout.split())  # piped prose wraps at spaces
+    out = prose(r.stdout)
     assert r.exit_code == 0 and "Zeta Z9" in out and f"user device file {dev}" in out
     # the option's files are in force for that command only
     assert lookup("Zeta Z9 Accelerator") is None

@@ -7,14 +7,14 @@ from __future__ import annotations
 import gc
 import subprocess
 import sys
-from pathlib import Path
 
 from click.testing import CliRunner
+from conftest import ROOT
 
 from opgraph.cli import main
 from opgraph.gc_pause import gc_paused
 
-TRACE = str(Path(__file__).resolve().parents[1] / "fixtures" / "synth" / "gpu_bound.json")
+TRACE = str(ROOT / "fixtures" / "synth" / "gpu_bound.json")
 
 
 def test_in_process_loads_freeze_nothing(tmp_path) -> None:

@@ -18,7 +18,7 @@ from opgraph.ingest.readers import read_trace
 from opgraph.schemas_util import validation_error
 from opgraph.testing.synth_graph_replay import EXPECTED_OPS, LAYERS, write_pair
 
-from conftest import TRACES
+from conftest import TRACES, prose
 
 A = TRACES / "A_kineto"
 VLLM_EXEC = A / "tracelens_vllm_decode_full_graph_execution.json.gz"
@@ -95,7 +95,7 @@ def test_without_capture_falls_back_to_categories(cli, tmp_path: Path) -> None:
     assert OUTSIDE_OPS not in ops
     assert sum(o["graph_kernels"] for o in ops.values()) == STEPS * (3 * LAYERS + 1)
     r = cli(["info", str(tmp_path / "g.gpickle")])
-    out = " ".join(r.stdout.split())  # piped prose wraps at spaces
+    out = prose(r.stdout)
     assert "no capture in the trace" in out and "graph_replay_unmapped" in out
 
 
@@ -259,5 +259,5 @@ def test_report_names_graph_replays(cli, tmp_path: Path) -> None:
     rp, _cp = write_pair(tmp_path, names=True, steps=STEPS)
     r = cli(["report", str(rp)])
     assert r.exit_code == 0, r.stderr
-    out = " ".join(r.stdout.split())  # piped prose wraps at spaces
+    out = prose(r.stdout)
     assert "with no launching CPU op in the trace (CUDA/HIP-graph replays among them" in out
