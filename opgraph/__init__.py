@@ -8,7 +8,7 @@ The public API (``import opgraph``; docs/api.md):
 'gpu_compute'
 
 Layers (one direction of flow): ``ingest`` (readers -> canonical event table),
-``graph`` (table -> typed ``networkx.DiGraph``; save/load), ``analysis`` (graph ->
+``graph`` (table -> typed DAG, a ``TraceGraph`` in columns; save/load), ``analysis`` (graph ->
 dataclasses/DataFrames), ``export`` (graph + results -> Perfetto/DOT/HTML/JSON),
 ``commands``/``cli`` (thin click commands) and ``api`` (these functions). The names below
 are loaded on first use, so ``import opgraph`` stays cheap.

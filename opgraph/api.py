@@ -82,14 +82,16 @@ class Report(TableResult):
         return super()._repr_html_().replace("<b>Report</b>", f"<b>{html.escape(self.kind)}</b>", 1)
 
 
-def _graph(g: "nx.DiGraph | TraceGraph | PathLike", name: str = "G") -> nx.DiGraph:
-    """``g`` as a ``networkx.DiGraph`` (loaded when a path, viewed when a TraceGraph);
-    anything else is a ``TypeError`` naming the argument ``name`` (:func:`~opgraph.api_args.graph_arg`)."""
+def _graph(g: "TraceGraph | TraceGraph | PathLike", name: str = "G") -> TraceGraph:
+    """``g`` as a :class:`TraceGraph`: loaded when a path, taken into columns when an
+    opgraph-built ``networkx.DiGraph`` (:meth:`TraceGraph.of`); anything else is a
+    ``TypeError`` naming the argument ``name`` (:func:`~opgraph.api_args.graph_arg`)."""
     g = graph_arg(name, g)
-    if isinstance(g, nx.DiGraph):
-        return g
-    if isinstance(g, TraceGraph):
-        return g.to_networkx()
+    if isinstance(g, (nx.DiGraph, TraceGraph)):
+        try:
+            return TraceGraph.of(g)
+        except ValueError as e:
+            raise ValueError(f"{name}: a networkx graph {e} (use opgraph.load or opgraph.build)") from None
     return load(g)
 
 
@@ -114,48 +116,34 @@ def _sources(*gs: Any) -> tuple[str, ...]:
     return tuple(got)
 
 
-def _columns(g: "nx.DiGraph | TraceGraph | PathLike", name: str = "G") -> "nx.DiGraph | TraceGraph":
-    """``g`` for an analysis that reads columns: a graph as given, a path loaded as a
-    :class:`TraceGraph` (no networkx dicts are made); checked as in :func:`_graph`."""
-    g = graph_arg(name, g)
-    if isinstance(g, (nx.DiGraph, TraceGraph)):
-        return g
-    return load(g, model=True)
-
-
 # ---------------------------------------------------------------------------------- graphs
-def load(path: PathLike | Sequence[PathLike], format: str | None = None, *, model: bool = False
-         ) -> "nx.DiGraph | TraceGraph":
-    """The graph of ``path``: a saved graph (``.gpickle``, node-link ``.json[.gz]``) or any
+def load(path: PathLike | Sequence[PathLike], format: str | None = None) -> TraceGraph:
+    """The :class:`TraceGraph` of ``path``: a saved graph (``.gpickle``, node-link ``.json[.gz]``) or any
     raw trace (Kineto JSON, Nsight Systems SQLite/JSON/CSV, OpenCL logs; ``format`` forces
     one). A folder, or a list of traces (one per rank), gives the multi-rank job graph
     (ranks read in parallel, collectives matched, clocks aligned; docs/multirank.md). Bad
     input raises :class:`opgraph.errors.OpgraphInputError` (one line).
 
-    ``model=True`` gives the columnar :class:`TraceGraph` instead (docs/model.md): no
-    networkx dict is made, the column analyses (``idle``, ``critical_path``,
-    ``launch_stats``, ``queue_length``, ``comm_overlap``) run on it directly, every other
-    function takes it too, and ``.to_networkx()`` gives the ``DiGraph`` on request.
+    The graph is held in columns (docs/model.md): no networkx dict is made until
+    ``.to_networkx()`` asks for the ``DiGraph`` view. Every function here takes it (and
+    an opgraph-built ``DiGraph``, taken back into columns).
 
     Examples
     --------
     >>> import opgraph
-    >>> G = opgraph.load(opgraph.example_trace("gpu_bound"))
-    >>> {"cpu_op", "runtime", "kernel"} <= {d["kind"] for _, d in G.nodes(data=True)}
+    >>> T = opgraph.load(opgraph.example_trace("gpu_bound"))
+    >>> {"cpu_op", "runtime", "kernel"} <= set(T.column("kind"))
     True
-    >>> T = opgraph.load(opgraph.example_trace("gpu_bound"), model=True)
-    >>> T.number_of_nodes() == G.number_of_nodes()
+    >>> G = T.to_networkx()
+    >>> T.number_of_nodes() == G.number_of_nodes() and T.number_of_edges() == G.number_of_edges()
     True
-    >>> opgraph.idle(T).to_frame()["idle_us"].tolist() == opgraph.idle(G).to_frame()["idle_us"].tolist()
-    True
-    >>> T.to_networkx().number_of_edges() == G.number_of_edges()
+    >>> opgraph.idle(G).to_frame()["idle_us"].tolist() == opgraph.idle(T).to_frame()["idle_us"].tolist()
     True
     """
-    from opgraph.graph.io import graph_from_payload, load_any
+    from opgraph.graph.io import load_any
 
     path = paths_arg("path", path)
     format = opt_str_arg("format", format)
-    model = bool_arg("model", model)
     many = not isinstance(path, (str, os.PathLike))
     if many or Path(path).is_dir():
         from opgraph.multirank.job import build_job
@@ -164,12 +152,12 @@ def load(path: PathLike | Sequence[PathLike], format: str | None = None, *, mode
             raise ValueError("format applies to a single trace, not to a multi-rank job")
         inputs = [str(p) for p in path] if many else [str(path)]  # type: ignore[union-attr]
         payload = build_job(inputs).payload
-        return TraceGraph(payload) if model else graph_from_payload(payload)
-    return load_any(path, format, model=model)
+        return TraceGraph(payload)
+    return load_any(path, format)
 
 
 def build(trace: PathLike | Sequence[PathLike], output: PathLike | None = None, *, format: str | None = None,
-          capture: PathLike | Sequence[PathLike] | None = None) -> nx.DiGraph:
+          capture: PathLike | Sequence[PathLike] | None = None) -> TraceGraph:
     """Build the graph of the raw trace ``trace`` (as ``opgraph build``); save it to
     ``output`` (``.gpickle`` or ``.json[.gz]``) when given. ``capture``: trace(s) that
     recorded the CUDA/HIP-graph captures ``trace`` replays (``opgraph build --capture``;
@@ -210,13 +198,12 @@ def build(trace: PathLike | Sequence[PathLike], output: PathLike | None = None, 
     return G
 
 
-def save(G: nx.DiGraph, path: PathLike) -> Path:
-    """Save ``G`` by extension: ``.gpickle`` (fast) or node-link ``.json[.gz]``."""
+def save(G: TraceGraph, path: PathLike) -> Path:
+    """Save ``G`` (a :class:`TraceGraph`, or an opgraph-built ``DiGraph``) by extension:
+    ``.gpickle`` (fast: the columns as they are) or node-link ``.json[.gz]``."""
     from opgraph.graph.io import save_graph
 
     G = graph_arg("G", G, paths=False)
-    if isinstance(G, TraceGraph):
-        G = G.to_networkx()
     path = suffix_arg("path", path, (".gpickle", ".json", ".json.gz"))
     save_graph(G, path, inputs=_sources(G))
     return Path(path)
@@ -240,7 +227,7 @@ def example_trace(name: str = "gpu_bound", directory: PathLike | None = None, st
 
 
 # -------------------------------------------------------------------------------- analyses
-def info(G: nx.DiGraph | PathLike) -> Report:
+def info(G: TraceGraph | PathLike) -> Report:
     """Counts, devices, streams, threads, steps and trace health (``opgraph info``).
     Examples
     --------
@@ -260,7 +247,7 @@ def info(G: nx.DiGraph | PathLike) -> Report:
     return Report("info", doc, frames, "nodes_by_kind")
 
 
-def critical_path(G: nx.DiGraph | PathLike | Sequence[PathLike], window: str | None = None,
+def critical_path(G: TraceGraph | PathLike | Sequence[PathLike], window: str | None = None,
                   ranks: Sequence[int] | None = None, *, workers: int | None = None,
                   scheduler: str | None = None) -> CriticalPathResult:
     """The critical path of every window (``opgraph critical-path``): default one per step,
@@ -296,7 +283,7 @@ def critical_path(G: nx.DiGraph | PathLike | Sequence[PathLike], window: str | N
     if workers is not None or scheduler is not None:
         raise ValueError("workers, scheduler: apply to a job's rank traces (a folder, a glob or a list of files), "
                          "not to a loaded graph or a single trace")
-    G = _columns(G)
+    G = _graph(G)
     if isinstance(G.graph.get("job"), dict):
         from opgraph.analysis.crossrank import crossrank_critical_path
 
@@ -308,7 +295,7 @@ def critical_path(G: nx.DiGraph | PathLike | Sequence[PathLike], window: str | N
     return _cp(G, window)
 
 
-def idle(G: nx.DiGraph | PathLike, kernel_wait_us: float = 30.0) -> IdleResult:
+def idle(G: TraceGraph | PathLike, kernel_wait_us: float = 30.0) -> IdleResult:
     """GPU idle per device and stream, split by cause, and the CPU ops blamed for the
     CPU-induced part (``opgraph idle``).
     Examples
@@ -321,7 +308,7 @@ def idle(G: nx.DiGraph | PathLike, kernel_wait_us: float = 30.0) -> IdleResult:
     from opgraph.analysis.idle import idle_time
 
     kernel_wait_us = number_arg("kernel_wait_us", kernel_wait_us, maximum=1e9)
-    return idle_time(_columns(G), kernel_wait_us)
+    return idle_time(_graph(G), kernel_wait_us)
 
 
 def _doc_report(kind: str, doc: dict[str, Any], frames_of: Callable[[dict[str, Any]], dict[str, pd.DataFrame]],
@@ -330,7 +317,7 @@ def _doc_report(kind: str, doc: dict[str, Any], frames_of: Callable[[dict[str, A
     return Report(kind, doc, frames, main if main in frames else "")
 
 
-def comm_overlap(G: nx.DiGraph | PathLike, window: str | None = None) -> Any:
+def comm_overlap(G: TraceGraph | PathLike, window: str | None = None) -> Any:
     """Compute, communication and memory time per step and device, their overlap and the
     exposed communication (``opgraph overlap``; an :class:`~opgraph.analysis.overlap.OverlapResult`).
 
@@ -344,10 +331,10 @@ def comm_overlap(G: nx.DiGraph | PathLike, window: str | None = None) -> Any:
     from opgraph.analysis.overlap import comm_overlap as _overlap
 
     window = regex_arg("window", window)
-    return _overlap(_columns(G), window)
+    return _overlap(_graph(G), window)
 
 
-def busy_windows(G: nx.DiGraph | PathLike, step_regex: str | None = None) -> Any:
+def busy_windows(G: TraceGraph | PathLike, step_regex: str | None = None) -> Any:
     """GPU busy and idle per device over the GPU span (``idle``'s window) and over the
     steps' window (``summary``'s), reconciled: steps' window = GPU span + lead-in + tail
     (a :class:`~opgraph.analysis.busy_windows.BusyWindows`; docs/idle.md, "Windows").
@@ -362,10 +349,10 @@ def busy_windows(G: nx.DiGraph | PathLike, step_regex: str | None = None) -> Any
     from opgraph.analysis.busy_windows import busy_windows as _busy
     from opgraph.analysis.data_markers import data_markers_of
 
-    return _busy(_columns(G), step_regex, data_markers_of(None))
+    return _busy(_graph(G), step_regex, data_markers_of(None))
 
 
-def memory_bandwidth(G: nx.DiGraph | PathLike) -> Any:
+def memory_bandwidth(G: TraceGraph | PathLike) -> Any:
     """Bytes, time and GB/s of memory copies and sets per device and kind (``opgraph
     memory-bw``; a :class:`~opgraph.analysis.memory_bw.MemoryBandwidth`).
 
@@ -377,10 +364,10 @@ def memory_bandwidth(G: nx.DiGraph | PathLike) -> Any:
     """
     from opgraph.analysis.memory_bw import memory_bandwidth as _mbw
 
-    return _mbw(_columns(G))
+    return _mbw(_graph(G))
 
 
-def collectives(G: nx.DiGraph | PathLike) -> Any:
+def collectives(G: TraceGraph | PathLike) -> Any:
     """Communication kernels with their collective, message size, algorithm and bus
     bandwidth (``opgraph collectives``; a :class:`~opgraph.analysis.collectives.CollectivesResult`).
 
@@ -392,10 +379,10 @@ def collectives(G: nx.DiGraph | PathLike) -> Any:
     """
     from opgraph.analysis.collectives import collectives as _coll
 
-    return _coll(_columns(G))
+    return _coll(_graph(G))
 
 
-def launch_stats(G: nx.DiGraph | PathLike, call_cutoff_us: float = 50.0, latency_cutoff_us: float = 100.0) -> Any:
+def launch_stats(G: TraceGraph | PathLike, call_cutoff_us: float = 50.0, latency_cutoff_us: float = 100.0) -> Any:
     """Launch call time, the delay after the call split into queueing and latency,
     outliers and the short-kernel study (``opgraph launch-stats``; a
     :class:`~opgraph.analysis.launch_stats.LaunchStats`).
@@ -410,10 +397,10 @@ def launch_stats(G: nx.DiGraph | PathLike, call_cutoff_us: float = 50.0, latency
 
     call_cutoff_us = number_arg("call_cutoff_us", call_cutoff_us, maximum=1e9)
     latency_cutoff_us = number_arg("latency_cutoff_us", latency_cutoff_us, maximum=1e9)
-    return _ls(_columns(G), call_cutoff_us, latency_cutoff_us)
+    return _ls(_graph(G), call_cutoff_us, latency_cutoff_us)
 
 
-def queue_length(G: nx.DiGraph | PathLike, limit: int = 1024) -> Any:
+def queue_length(G: TraceGraph | PathLike, limit: int = 1024) -> Any:
     """Queue length per stream over time, time-weighted, and the time at ``limit``
     (``opgraph queue``; a :class:`~opgraph.analysis.queue_length.QueueLength`).
 
@@ -426,10 +413,10 @@ def queue_length(G: nx.DiGraph | PathLike, limit: int = 1024) -> Any:
     from opgraph.analysis.queue_length import queue_length as _ql
 
     limit = number_arg("limit", limit, minimum=1, maximum=1 << 30, integer=True)
-    return _ql(_columns(G), limit)
+    return _ql(_graph(G), limit)
 
 
-def memory_timeline(G: nx.DiGraph | PathLike, window: str | None = None) -> Any:
+def memory_timeline(G: TraceGraph | PathLike, window: str | None = None) -> Any:
     """Allocated / reserved memory per device over time from the profiler's ``[memory]``
     events, peaks per step and over the trace, top allocating ops and what is live at the
     peak (``opgraph memory``; a :class:`~opgraph.analysis.memory_timeline.MemoryTimeline`;
@@ -445,10 +432,10 @@ def memory_timeline(G: nx.DiGraph | PathLike, window: str | None = None) -> Any:
     from opgraph.analysis.memory_timeline import memory_timeline as _mt
 
     window = regex_arg("window", window)
-    return _mt(_columns(G), window)
+    return _mt(_graph(G), window)
 
 
-def cupti_counters(G: nx.DiGraph | PathLike) -> Any:
+def cupti_counters(G: TraceGraph | PathLike) -> Any:
     """CUPTI range-profiler counters per kernel range with the op that launched it, and
     their mean per op (``opgraph counters``; a :class:`~opgraph.analysis.counters.CuptiCounters`).
 
@@ -460,10 +447,10 @@ def cupti_counters(G: nx.DiGraph | PathLike) -> Any:
     """
     from opgraph.analysis.counters import cupti_counters as _cc
 
-    return _cc(_columns(G))
+    return _cc(_graph(G))
 
 
-def advise(G: nx.DiGraph | PathLike) -> Any:
+def advise(G: TraceGraph | PathLike) -> Any:
     """What to try next: rules over the other analyses, each finding with the time at stake
     and its numbers (``opgraph advise``; a
     :class:`~opgraph.predict.recommendations.Recommendations`; µs).
@@ -476,10 +463,10 @@ def advise(G: nx.DiGraph | PathLike) -> Any:
     """
     from opgraph.predict.recommendations import recommendations
 
-    return recommendations(_columns(G))
+    return recommendations(_graph(G))
 
 
-def shapes(G: nx.DiGraph | PathLike, *, device: str | None = None, dtype: str | None = None) -> Any:
+def shapes(G: TraceGraph | PathLike, *, device: str | None = None, dtype: str | None = None) -> Any:
     """GEMM, attention and convolution calls grouped by problem size, with count, kernel
     time, FLOPs per call, achieved TFLOP/s, % of peak, TB/s and bound (``opgraph shapes``;
     a :class:`~opgraph.analysis.shapes.Shapes`: tables ``gemm``, ``attention``, ``conv``).
@@ -493,10 +480,10 @@ def shapes(G: nx.DiGraph | PathLike, *, device: str | None = None, dtype: str | 
     from opgraph.analysis.shapes import shapes as _shapes
 
     device, dtype = opt_str_arg("device", device), opt_str_arg("dtype", dtype)
-    return _shapes(_columns(G), device=device, dtype=dtype)
+    return _shapes(_graph(G), device=device, dtype=dtype)
 
 
-def kernel_stats(G: nx.DiGraph | PathLike) -> Any:
+def kernel_stats(G: TraceGraph | PathLike) -> Any:
     """Per kernel name: count, time, launch shape, registers, shared memory, duration-weighted
     blocks per SM and occupancy, tensor-core use by name (``opgraph kernels``; a
     :class:`~opgraph.analysis.kernel_stats.KernelStats`; µs, bytes, %).
@@ -510,10 +497,10 @@ def kernel_stats(G: nx.DiGraph | PathLike) -> Any:
     """
     from opgraph.analysis.kernel_stats import kernel_stats as _ks
 
-    return _ks(_columns(G))
+    return _ks(_graph(G))
 
 
-def kernel_sequences(G: nx.DiGraph | PathLike, op: str | None = None, min_length: int = 3, max_length: int = 8,
+def kernel_sequences(G: TraceGraph | PathLike, op: str | None = None, min_length: int = 3, max_length: int = 8,
                      top: int = 10) -> Any:
     """Repeated runs of consecutive kernels per stream, most GPU time first: candidates for
     fusion or a CUDA graph (``opgraph sequences``; a
@@ -532,10 +519,10 @@ def kernel_sequences(G: nx.DiGraph | PathLike, op: str | None = None, min_length
     min_length = number_arg("min_length", min_length, minimum=2, maximum=64, integer=True)
     max_length = number_arg("max_length", max_length, minimum=2, maximum=64, integer=True)
     top = number_arg("top", top, minimum=1, maximum=1000, integer=True)
-    return _ks(_columns(G), op, min_length, max_length, top)
+    return _ks(_graph(G), op, min_length, max_length, top)
 
 
-def gpu_categories(G: nx.DiGraph | PathLike) -> Any:
+def gpu_categories(G: TraceGraph | PathLike) -> Any:
     """GPU time by operation category and kernel type (``opgraph categories``; a
     :class:`~opgraph.analysis.categories.CategoryBreakdown`).
 
@@ -547,10 +534,10 @@ def gpu_categories(G: nx.DiGraph | PathLike) -> Any:
     """
     from opgraph.analysis.categories import gpu_categories as _cats
 
-    return _cats(_columns(G))
+    return _cats(_graph(G))
 
 
-def breakdown(G: nx.DiGraph | PathLike, device: bool = False, *, depth: int = 3, top: int | None = None,
+def breakdown(G: TraceGraph | PathLike, device: bool = False, *, depth: int = 3, top: int | None = None,
               step_regex: str | None = None, whole_trace: bool = False) -> Report:
     """Where the time goes on the host (CPU op hierarchy) or, with ``device=True``, per
     device and stream (``opgraph breakdown``).
@@ -572,7 +559,7 @@ def breakdown(G: nx.DiGraph | PathLike, device: bool = False, *, depth: int = 3,
     depth = number_arg("depth", depth, minimum=1, integer=True)
     top = number_arg("top", top, minimum=1, integer=True, none_ok=True)
     step_regex = regex_arg("step_regex", step_regex, all_ok=False)
-    f = graph_frame(_columns(G))
+    f = graph_frame(_graph(G))
     w = analysis_window(f, step_regex, data_markers_of(None), use_steps=not whole_trace)
     if device:
         doc = device_breakdown_doc(device_breakdown(f, w), depth, top or 10)
@@ -581,7 +568,7 @@ def breakdown(G: nx.DiGraph | PathLike, device: bool = False, *, depth: int = 3,
     return _doc_report("breakdown", doc, breakdown_frames)
 
 
-def iterations(G: nx.DiGraph | PathLike, step_regex: str | None = None) -> Report:
+def iterations(G: TraceGraph | PathLike, step_regex: str | None = None) -> Report:
     """The steps with their CPU and GPU spans (``opgraph iterations``).
     Examples
     --------
@@ -594,10 +581,10 @@ def iterations(G: nx.DiGraph | PathLike, step_regex: str | None = None) -> Repor
     from opgraph.export.tables.documents import iterations_frames
 
     step_regex = regex_arg("step_regex", step_regex, all_ok=False)
-    return _doc_report("iterations", iterations_doc(_columns(G), step_regex, data_markers_of(None)), iterations_frames)
+    return _doc_report("iterations", iterations_doc(_graph(G), step_regex, data_markers_of(None)), iterations_frames)
 
 
-def summary(G: nx.DiGraph | PathLike, batch_size: int | None = None, step_regex: str | None = None) -> Report:
+def summary(G: TraceGraph | PathLike, batch_size: int | None = None, step_regex: str | None = None) -> Report:
     """Step time, QPS, GPU busy / idle / overlap per device and stream (``opgraph summary``).
     Examples
     --------
@@ -612,11 +599,11 @@ def summary(G: nx.DiGraph | PathLike, batch_size: int | None = None, step_regex:
 
     batch_size = number_arg("batch_size", batch_size, minimum=1, integer=True, none_ok=True)
     step_regex = regex_arg("step_regex", step_regex, all_ok=False)
-    return _doc_report("summary", summary_doc(_columns(G), batch_size, step_regex, data_markers_of(None)),
+    return _doc_report("summary", summary_doc(_graph(G), batch_size, step_regex, data_markers_of(None)),
                        summary_frames)
 
 
-def overheads(G: nx.DiGraph | PathLike, by_shapes: bool = False) -> Report:
+def overheads(G: TraceGraph | PathLike, by_shapes: bool = False) -> Report:
     """CPU overheads T1–T5 per op (``opgraph overheads``).
     Examples
     --------
@@ -629,12 +616,12 @@ def overheads(G: nx.DiGraph | PathLike, by_shapes: bool = False) -> Report:
     from opgraph.export.tables.documents import overheads_frames
 
     by_shapes = bool_arg("by_shapes", by_shapes)
-    f = graph_frame(_columns(G))
+    f = graph_frame(_graph(G))
     p = OverheadParams()
     return _doc_report("overheads", overheads_doc(f, p, by_shapes, overhead_samples(f, p)), overheads_frames)
 
 
-def roofline(G: nx.DiGraph | PathLike, device: str | None = None, dtype: str | None = None) -> RooflineResult:
+def roofline(G: TraceGraph | PathLike, device: str | None = None, dtype: str | None = None) -> RooflineResult:
     """FLOPs, bytes, achieved throughput and % of the device's peak per kernel and op (the
     data of ``opgraph report``).
     Examples
@@ -647,10 +634,10 @@ def roofline(G: nx.DiGraph | PathLike, device: str | None = None, dtype: str | N
     from opgraph.analysis.roofline import roofline as _roofline
 
     device, dtype = opt_str_arg("device", device), opt_str_arg("dtype", dtype)
-    return _roofline(_columns(G), device=device, dtype=dtype)
+    return _roofline(_graph(G), device=device, dtype=dtype)
 
 
-def report(G: nx.DiGraph | PathLike, by: str = "kernel", device: str | None = None, dtype: str | None = None
+def report(G: TraceGraph | PathLike, by: str = "kernel", device: str | None = None, dtype: str | None = None
            ) -> Report:
     """``opgraph report``: the roofline table grouped ``by`` kernel, op, family or bound.
     Examples
@@ -666,7 +653,7 @@ def report(G: nx.DiGraph | PathLike, by: str = "kernel", device: str | None = No
     return Report("report", report_doc(res, by, None), {by: group_table(res, by)}, by)
 
 
-def diff(a: nx.DiGraph | PathLike, b: nx.DiGraph | PathLike, *, name_level: str = "default",
+def diff(a: TraceGraph | PathLike, b: TraceGraph | PathLike, *, name_level: str = "default",
          include_same: bool = False) -> Report:
     """Kernel, op, step-time and critical-path deltas from ``a`` to ``b`` (``opgraph diff``).
     Examples
@@ -686,7 +673,7 @@ def diff(a: nx.DiGraph | PathLike, b: nx.DiGraph | PathLike, *, name_level: str 
     return Report("diff", doc, diff_frames(doc), "kernels")
 
 
-def what_if(G: nx.DiGraph | PathLike, *, scale_kernels: Sequence[str] = (), scale_cpu: Sequence[str] = (),
+def what_if(G: TraceGraph | PathLike, *, scale_kernels: Sequence[str] = (), scale_cpu: Sequence[str] = (),
             launch_overhead: str | None = None, remove: Sequence[str] = (), window: str | None = None,
             with_path: bool = False) -> Report:
     """What-if: the step time if kernels or CPU ops were faster, launches cheaper or ops
@@ -714,7 +701,7 @@ def what_if(G: nx.DiGraph | PathLike, *, scale_kernels: Sequence[str] = (), scal
     return Report("what_if", doc, predict_frames(doc), "steps")
 
 
-def stragglers(G: nx.DiGraph | PathLike) -> StragglerReport:
+def stragglers(G: TraceGraph | PathLike) -> StragglerReport:
     """Per collective, step and rank of a multi-rank job: who arrived last, by how much
     (``opgraph stragglers``).
     Examples
@@ -734,11 +721,11 @@ def stragglers(G: nx.DiGraph | PathLike) -> StragglerReport:
 """
     from opgraph.analysis.stragglers import stragglers as _stragglers
 
-    return _stragglers(_columns(G))
+    return _stragglers(_graph(G))
 
 
 # ------------------------------------------------------------------------------- exporters
-def export_perfetto(G: nx.DiGraph | PathLike, path: PathLike, window: str | None = None) -> Path:
+def export_perfetto(G: TraceGraph | PathLike, path: PathLike, window: str | None = None) -> Path:
     """The trace re-exported for ui.perfetto.dev with the answers in each event's args
     (``opgraph export --perfetto``); a job graph gives one aligned trace of every rank.
     Examples
@@ -764,7 +751,7 @@ def export_perfetto(G: nx.DiGraph | PathLike, path: PathLike, window: str | None
     return Path(path)
 
 
-def export_graphviz(G: nx.DiGraph | PathLike, path: PathLike, *, window: str | None = None,
+def export_graphviz(G: TraceGraph | PathLike, path: PathLike, *, window: str | None = None,
                     critical_only: bool = False, collapse: str | None = None) -> Path:
     """The graph as a Graphviz picture; the format follows the extension (``.dot``,
     ``.svg``, ``.png``; the last two need Graphviz's ``dot``).
@@ -787,7 +774,7 @@ def export_graphviz(G: nx.DiGraph | PathLike, path: PathLike, *, window: str | N
     return Path(path)
 
 
-def graph_tables(G: nx.DiGraph | PathLike) -> dict[str, pd.DataFrame]:
+def graph_tables(G: TraceGraph | PathLike) -> dict[str, pd.DataFrame]:
     """The graph as two DataFrames: ``nodes`` (id, kind, name, ts_ns, dur_ns, ..., args as
     JSON text) and ``edges`` (src, dst, kind and the edge attributes).
 
@@ -805,7 +792,7 @@ def graph_tables(G: nx.DiGraph | PathLike) -> dict[str, pd.DataFrame]:
     return _tables(_graph(G))
 
 
-def export_tables(G: nx.DiGraph | PathLike, directory: PathLike, fmt: str = "parquet") -> list[Path]:
+def export_tables(G: TraceGraph | PathLike, directory: PathLike, fmt: str = "parquet") -> list[Path]:
     """Write :func:`graph_tables` to ``directory`` as ``nodes.<fmt>`` and ``edges.<fmt>``
     (``parquet``, needing pyarrow, or ``csv``); the CLI's ``opgraph export --parquet DIR``."""
     from opgraph.export.tables.graph import write_tables
@@ -817,7 +804,7 @@ def export_tables(G: nx.DiGraph | PathLike, directory: PathLike, fmt: str = "par
     return write_tables(graph_tables(G), directory, fmt, inputs=inputs + _sources(G))
 
 
-def report_html(G: nx.DiGraph | PathLike, path: PathLike, *, batch_size: int | None = None,
+def report_html(G: TraceGraph | PathLike, path: PathLike, *, batch_size: int | None = None,
                 device: str | None = None) -> Path:
     """The self-contained HTML report (``opgraph report --html``).
     Examples

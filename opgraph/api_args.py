@@ -36,8 +36,8 @@ def paths_arg(name: str, v: Any) -> str | list[str]:
 
 
 def graph_arg(name: str, v: Any, *, paths: bool = True) -> Any:
-    """A graph argument: an opgraph ``networkx.DiGraph`` (its graph attributes checked: a
-    plain ``DiGraph`` is refused), a :class:`~opgraph.graph.model.TraceGraph`, or (with
+    """A graph argument: a :class:`~opgraph.graph.model.TraceGraph`, an opgraph
+    ``networkx.DiGraph`` (its graph attributes checked: a plain ``DiGraph`` is refused), or (with
     ``paths``) a path or list of paths, returned as given."""
     from opgraph.graph.model import TraceGraph
 

@@ -50,16 +50,15 @@ def build_file(trace: str, output: str, *, fmt: str | None = None, et_path: str 
     keep steps ``iterations = (start, stop)`` (positions, Python slice rules) when given,
     link an execution trace (``et_path``) and graph captures (``captures``), build the
     graph and save it to ``output`` (``.gpickle`` from the column payload directly)."""
-    import networkx as nx
-
     from opgraph.graph.build import build_payload
     from opgraph.graph.io import GraphPayload, graph_from_payload, read_input, save_gpickle, save_graph
+    from opgraph.graph.model import TraceGraph
 
     check_graph_output(output)
     with gc_paused():  # millions of long-lived, acyclic objects: the cyclic GC only costs time here
         got = read_input(trace, format=fmt, step=step)
         if iterations is not None:
-            if isinstance(got, nx.DiGraph):
+            if isinstance(got, TraceGraph):
                 raise OpgraphInputError(trace, "--iterations needs a raw trace, not a saved graph")
             from opgraph.analysis.trim import trim_table
 
@@ -67,7 +66,7 @@ def build_file(trace: str, output: str, *, fmt: str | None = None, et_path: str 
                 got = trim_table(got, iterations[0], iterations[1], step_regex)
             except ValueError as e:
                 raise OpgraphInputError(trace, f"--iterations {iterations[0]}:{iterations[1]}: {e}") from None
-        if isinstance(got, nx.DiGraph):
+        if isinstance(got, TraceGraph):
             if et_path is not None or captures:
                 raise OpgraphInputError(trace, ("--et" if et_path is not None else "--capture")
                                         + " needs a raw trace, not a saved graph")
@@ -176,12 +175,9 @@ def augment_file(trace: str, output: str, *, fmt: str | None = None, device: str
         raise OpgraphInputError(output, "unknown output type: use .json or .json.gz")
     check_output_path(output, (trace,))  # before any work: not the input, not a folder or FIFO
     with gc_paused():
-        got = read_input(trace, format=fmt, step=step, model=True)
-        if isinstance(got, TraceGraph):   # a saved graph, in columns
+        got = read_input(trace, format=fmt, step=step)
+        if isinstance(got, TraceGraph):   # a saved graph
             cols = TraceColumns.from_trace_graph(got)
-            shell = got
-        elif isinstance(got, nx.DiGraph):   # a saved graph in node-link JSON
-            cols = TraceColumns.from_graph(got)
             shell = got
         else:
             step("nesting")
@@ -232,16 +228,16 @@ def per_rank_warnings(results: list[RankAnalysis]) -> list[str]:
     return [w["message"] for w in identical_traces([r.file for r in results], [r.sha256 for r in results])]
 
 
-def rank_analysis(path: str, fn: Callable[..., Any], kwargs: dict[str, Any], model: bool = False) -> RankAnalysis:
+def rank_analysis(path: str, fn: Callable[..., Any], kwargs: dict[str, Any]) -> RankAnalysis:
     """Run in a worker (a pool process or a Dask worker): read and build the trace at
-    ``path`` and return ``fn(G, **kwargs)`` with the rank it belongs to. Only the result's
-    tables travel back, never the graph. ``model``: ``fn`` reads columns, so the graph is
-    built as a :class:`~opgraph.graph.model.TraceGraph` (no networkx dicts)."""
+    ``path`` and return ``fn(G, **kwargs)`` (``G`` a
+    :class:`~opgraph.graph.model.TraceGraph`) with the rank it belongs to. Only the
+    result's tables travel back, never the graph."""
     from opgraph.graph.io import load_any
     from opgraph.multirank.identity import rank_from_filename
 
     with gc_paused():
-        G = load_any(path, model=model)
+        G = load_any(path)
         di = G.graph.get("distributed_info") or {}
         r = di.get("rank") if isinstance(di, dict) else None
         rank = int(r) if isinstance(r, int) and not isinstance(r, bool) and r >= 0 else rank_from_filename(path)
@@ -251,18 +247,17 @@ def rank_analysis(path: str, fn: Callable[..., Any], kwargs: dict[str, Any], mod
 
 def per_rank(inputs: Sequence[str] | str, fn: Callable[..., Any], kwargs: dict[str, Any] | None = None, *,
              workers: int | None = None, scheduler: str | None = None,
-             progress: Callable[[int, int], None] = _noop, model: bool = False) -> list[RankAnalysis]:
+             progress: Callable[[int, int], None] = _noop) -> list[RankAnalysis]:
     """``fn(G, **kwargs)`` on every rank trace of a job (a directory, a glob or several
     files), each rank in its own pool process, or as a task on the Dask cluster at
     ``scheduler``: the ranks' graphs never meet in one process, only their results come
     back. ``fn`` must be a module-level function (it is pickled by reference). Results
-    sorted by rank (ranks without one last, by file). ``model``: ``fn`` takes the columnar
-    :class:`~opgraph.graph.model.TraceGraph` (see :func:`rank_analysis`)."""
+    sorted by rank (ranks without one last, by file)."""
     from opgraph.multirank.executor import run
     from opgraph.multirank.identity import check_ranks, discover
 
     files = discover(list(inputs) if not isinstance(inputs, str) else [inputs]).files
-    out = run(rank_analysis, [(f, fn, dict(kwargs or {}), model) for f in files], workers=workers, scheduler=scheduler,
+    out = run(rank_analysis, [(f, fn, dict(kwargs or {})) for f in files], workers=workers, scheduler=scheduler,
               progress=progress)
     # the same refusals as build and critical-path: a rank claimed twice, a rank id out of
     # range (rank-less files are listed last, as before); identical files: per_rank_warnings

@@ -25,10 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-import networkx as nx
 import numpy as np
 import pytest
 from click.testing import CliRunner
+
+from opgraph.graph.model import TraceGraph
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -70,15 +71,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 # --------------------------------------------------------------------------- graph cache
 _CACHE_SIZE = 3
-_GRAPHS: "OrderedDict[str, nx.DiGraph]" = OrderedDict()
+_GRAPHS: "OrderedDict[str, TraceGraph]" = OrderedDict()
 _FACTS: "OrderedDict[str, GraphFacts]" = OrderedDict()
 BUILD_COUNT: dict[str, int] = {}
 
 
-def load_graph(path: str | Path) -> nx.DiGraph:
+def load_graph(path: str | Path) -> TraceGraph:
     """The graph of ``path`` (built with ``opgraph.graph.io.load_any``), cached per session.
 
-    Callers must not mutate the returned graph."""
+    Callers must not mutate the returned graph (nor its cached ``to_networkx()`` view)."""
     from opgraph.graph.io import load_any
 
     key = str(Path(path).resolve())
@@ -100,7 +101,7 @@ class GraphFacts:
     """Arrays of a graph for vectorised checks. Node attributes are indexed by node id
     (eid); ``src``/``dst``/``ekind`` list every edge."""
 
-    G: nx.DiGraph
+    G: TraceGraph
     ids: np.ndarray
     kind: np.ndarray     # object, by eid ('' for eids that are not nodes)
     ts: np.ndarray       # int64 ns, by eid
@@ -127,32 +128,32 @@ def graph_facts(path: str | Path) -> GraphFacts:
     f = _FACTS.get(key)
     if f is not None and f.G is G:
         return f
-    nodes = G._node
-    ids = np.fromiter(nodes.keys(), dtype=np.int64, count=len(nodes))
+    ids = G.node_ids
     size = int(ids.max()) + 1 if len(ids) else 0
-    kind = np.full(size, "", dtype=object)
-    ts = np.zeros(size, dtype=np.int64)
-    end = np.zeros(size, dtype=np.int64)
-    pid = np.full(size, None, dtype=object)
-    tid = np.full(size, None, dtype=object)
-    device = np.full(size, -1, dtype=np.int64)
-    stream = np.full(size, -1, dtype=np.int64)
-    corr = np.full(size, -1, dtype=np.int64)
-    attrs = list(nodes.values())
-    kind[ids] = [d["kind"] for d in attrs]
-    ts[ids] = [d["ts"] for d in attrs]
-    end[ids] = [d["ts"] + d["dur"] for d in attrs]
-    pid[ids] = [d.get("pid") for d in attrs]
-    tid[ids] = [d.get("tid") for d in attrs]
-    device[ids] = [d.get("device", -1) for d in attrs]
-    stream[ids] = [d.get("stream", -1) for d in attrs]
-    corr[ids] = [d.get("correlation", -1) for d in attrs]
-    edges = list(G.edges(data=True))
-    src = np.array([u for u, _, _ in edges], dtype=np.int64)
-    dst = np.array([v for _, v, _ in edges], dtype=np.int64)
-    ekind = np.array([d.get("kind") for _, _, d in edges], dtype=object)
-    f = GraphFacts(G, ids, kind, ts, end, pid, tid, device, stream, corr, src, dst, ekind,
-                   [d for _, _, d in edges])
+
+    def by_eid(col: np.ndarray, fill: Any, dtype: Any) -> np.ndarray:
+        out = np.full(size, fill, dtype=dtype)
+        out[ids] = col
+        return out
+
+    cols = G.payload["node_cols"]
+    kind = by_eid(G.column("kind"), "", object)
+    ts = by_eid(cols["ts"], 0, np.int64)
+    end = by_eid(cols["ts"] + cols["dur"], 0, np.int64)
+    pid = by_eid(G.column("pid"), None, object)
+    tid = by_eid(G.column("tid"), None, object)
+    device = by_eid(cols["device"], -1, np.int64)
+    stream = by_eid(cols["stream"], -1, np.int64)
+    corr = by_eid(cols["correlation"], -1, np.int64)
+    order = G.edge_order()   # edges in the order the networkx view lists them
+    sel = slice(None) if order is None else order
+    src = G.payload["src"][sel]
+    dst = G.payload["dst"][sel]
+    ekind = G.edge_kinds()[sel]
+    extra = G.payload["edge_extra"]
+    idx = range(len(src)) if order is None else order.tolist()
+    edata = [{"kind": k, **extra[j]} if j in extra else {"kind": k} for j, k in zip(idx, ekind.tolist())]
+    f = GraphFacts(G, ids, kind, ts, end, pid, tid, device, stream, corr, src, dst, ekind, edata)
     _FACTS[key] = f
     return f
 
@@ -164,13 +165,13 @@ def kineto_path(request: pytest.FixtureRequest) -> Path:
 
 
 @pytest.fixture(scope="session")
-def kineto_graph(kineto_path: Path) -> nx.DiGraph:
+def kineto_graph(kineto_path: Path) -> TraceGraph:
     """The built graph of the current real trace (built once per session)."""
     return load_graph(kineto_path)
 
 
 @pytest.fixture(scope="session")
-def kineto_facts(kineto_path: Path, kineto_graph: nx.DiGraph) -> GraphFacts:
+def kineto_facts(kineto_path: Path, kineto_graph: TraceGraph) -> GraphFacts:
     return graph_facts(kineto_path)
 
 

@@ -187,14 +187,14 @@ def clintercept_bytes(events: list[dict] | None = None, close: bool = False) -> 
 
 
 def built_graph():
-    """The graph of :func:`kineto_doc`, built (a fresh copy each call)."""
+    """The networkx view of the graph of :func:`kineto_doc`, built (a fresh copy each call)."""
     import tempfile
 
     from opgraph.graph.io import load_any
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "base.json"
         p.write_bytes(kineto_bytes())
-        return load_any(p)
+        return load_any(p).to_networkx()
 
 
 def node_link_doc() -> dict[str, Any]:

@@ -115,7 +115,7 @@ def test_data_loading_rule_keys_on_the_path_category() -> None:
     p = TRACES / "A_kineto" / "kineto_tbplugin_resnet50_w0_2021-06.pt.trace.json.gz"
     if not p.exists():
         pytest.skip("trace not available")
-    G = load_any(str(p), model=True)
+    G = load_any(str(p))
     cp = opgraph.critical_path(G).to_dict(with_path=False)
     base = _by_rule(recommendations(G, {"cp": cp}))
     if "data_loading" not in cp["summary"]["breakdown_us"]:

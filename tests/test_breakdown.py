@@ -16,6 +16,7 @@ import networkx as nx
 import pytest
 from click.testing import CliRunner
 
+from opgraph.graph.model import TraceGraph
 from opgraph.names import short_kernel_name
 from opgraph.analysis.device_breakdown import device_breakdown, device_breakdown_doc
 from opgraph.analysis.host_breakdown import host_breakdown, host_breakdown_doc
@@ -119,7 +120,7 @@ def test_host_python_frames_optional(tmp_path):
             check_levels(t["entries"], t["time_us"])
 
 
-def _hand_graph() -> nx.DiGraph:
+def _hand_graph() -> TraceGraph:
     G = nx.DiGraph()
 
     def add(i, kind, name, ts, dur, tid=1, parent=None):
@@ -138,7 +139,7 @@ def _hand_graph() -> nx.DiGraph:
     add(6, "cpu_op", "aten::linear", 700, 100, parent=0)
     add(7, "cpu_op", "aten::t", 700, 60, parent=6)
     add(8, "cpu_op", "aten::addmm", 759, 42, parent=6)
-    return G
+    return TraceGraph.of(G)
 
 
 def test_host_data_loading_apart_and_bleed():
@@ -219,14 +220,15 @@ def test_device_graph_launch_and_copies(tmp_path):
 
 
 def test_empty_and_host_only_graphs():
-    G = nx.DiGraph()
+    H = nx.DiGraph()
     for _ in range(2):
+        G = TraceGraph.of(H)
         assert validation_error(host_breakdown_doc(host_breakdown(G)), "breakdown.schema.json") is None
         assert validation_error(device_breakdown_doc(device_breakdown(G)), "breakdown.schema.json") is None
         assert validation_error(overheads_doc(G), "overheads.schema.json") is None
         assert validation_error(summary_doc(G, 4), "summary.schema.json") is None
         assert validation_error(iterations_doc(G), "iterations.schema.json") is None
-        G.add_node(0, kind="cpu_op", name="aten::x", ts=0, dur=10_000, pid=1, tid=1)  # minimal attributes
+        H.add_node(0, kind="cpu_op", name="aten::x", ts=0, dur=10_000, pid=1, tid=1)  # minimal attributes
 
 
 # ----------------------------------------------------------------------- CLI

@@ -228,7 +228,6 @@ def test_stream_wait_reaches_the_awaited_work(written: dict[str, Path], tmp_path
     """The held kernel depends on the GEMM the thread launched on another stream before its
     cudaStreamWaitEvent (evidence ``stream_wait_work``) and on the call; the evidence is
     decoded into the analyses' columns and survives a save as node-link JSON."""
-    from opgraph.graph.arrays import GraphArrays
     from opgraph.graph.io import save_graph
 
     G = load_any(str(written["stream_wait_work"]))
@@ -238,7 +237,7 @@ def test_stream_wait_reaches_the_awaited_work(written: dict[str, Path], tmp_path
     assert waits == [("cudaStreamWaitEvent", "k_after_wait", "stream_wait_call", True),
                      ("sgemm_128x64_nn", "k_after_wait", "stream_wait_work", True)]
     assert "stream_wait_work_inferred" in {h["code"] for h in G.graph["health"]}
-    a = GraphArrays.from_graph(G)
+    a = G.arrays
     ws, _ = a.out_edges("event_wait")
     ev = dict(zip(a.name[ws].tolist(), a.edge_attr("event_wait", "evidence", None).tolist()))
     assert ev == {"cudaStreamWaitEvent": "stream_wait_call", "sgemm_128x64_nn": "stream_wait_work"}
@@ -248,7 +247,7 @@ def test_stream_wait_reaches_the_awaited_work(written: dict[str, Path], tmp_path
     assert sorted(d["evidence"] for *_, d in G2.edges(data=True) if d["kind"] == "event_wait") == \
         ["stream_wait_call", "stream_wait_work"]
     # the saved model's columns decode it too
-    G3 = load_any(str(written["stream_wait_work"]), model=True)
+    G3 = load_any(str(written["stream_wait_work"]))
     a3 = G3.arrays
     assert sorted(a3.edge_attr("event_wait", "evidence", None).tolist()) == ["stream_wait_call", "stream_wait_work"]
 

@@ -34,7 +34,7 @@ TOL_NS = 1000
 
 
 def _cp(G):
-    a = GraphArrays.from_graph(G)
+    a = G.arrays
     d = boundary_dag(G, a)
     return a, critical_path(G, dag=d)
 
@@ -199,8 +199,8 @@ def test_idle_causes_are_true(kineto_graph) -> None:
     G = kineto_graph
     if not _has_activities(G):
         pytest.skip("no device activities")
-    a = GraphArrays.from_graph(G)
-    res = idle_time(G, arr=a)
+    a = G.arrays
+    res = idle_time(G)
     for d in res.devices:
         assert sum(d.causes_ns.values()) == d.idle_ns and min(d.causes_ns.values()) >= 0
     for s in res.streams:

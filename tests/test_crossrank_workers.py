@@ -17,7 +17,7 @@ from opgraph.analysis.crossrank import crossrank_critical_path
 from opgraph.analysis.crossrank_workers import (END_CUT, END_EXIT, END_NONE, NO_TIME, crossrank_from_traces,
                                                 last_arrivals)
 from opgraph.api import load
-from opgraph.graph.model import TraceGraph, arrays_of
+from opgraph.graph.model import TraceGraph
 from opgraph.schemas_util import validation_error
 
 FIX = ROOT / "fixtures" / "multirank"
@@ -36,7 +36,7 @@ def _files(variant: str) -> list[str]:
 @pytest.mark.parametrize("ranks", [None, [0], [0, 2], [1, 2, 3]])
 def test_synth_job_equals_job_graph(variant: str, ranks) -> None:
     files = _files(variant)
-    job = crossrank_critical_path(load(files, model=True), ranks=ranks)
+    job = crossrank_critical_path(load(files), ranks=ranks)
     got = crossrank_from_traces(files, ranks=ranks, workers=2)
     assert _doc(got) == _doc(job)
     assert got.stats["tables"]["tasks"] == 4
@@ -48,7 +48,7 @@ def test_synth_job_equals_job_graph(variant: str, ranks) -> None:
 def dlrm_job():
     if len(DLRM) != 8:
         pytest.skip("the 8-rank DLRM traces are not available")
-    return load([str(p) for p in DLRM], model=True)
+    return load([str(p) for p in DLRM])
 
 
 @pytest.mark.parametrize("ranks", [None, [0], [0, 2], [1, 7], [3, 4, 5, 6]])
@@ -69,12 +69,12 @@ def test_dlrm_job_ranks_are_the_rank_graphs(dlrm_job) -> None:
     (they pointed into rank 0's events before)."""
     from opgraph.multirank.worker import rank_result
 
-    a = arrays_of(dlrm_job)
+    a = dlrm_job.arrays
     d = boundary_dag(dlrm_job, a)
     n_handoff = 0
     for r, path in enumerate(DLRM):
         tg = TraceGraph(rank_result(str(path), True).payload)
-        b = arrays_of(tg)
+        b = tg.arrays
         e = boundary_dag(tg, b)
         m = np.flatnonzero(a.rank == r)
         assert len(m) == b.n and (np.diff(m) == 1).all()
@@ -172,8 +172,8 @@ def test_rank_chains_ends_and_memo() -> None:
     from opgraph.analysis.crossrank_workers import rank_chains
 
     path = _files("seq")[0]
-    tg = load(path, model=True)
-    d = boundary_dag(tg, arrays_of(tg))
+    tg = load(path)
+    d = boundary_dag(tg, tg.arrays)
     a = d.arr
     ends = 2 * np.flatnonzero(a.is_activity) + 1
     entries = ends[-40::3]
@@ -200,7 +200,7 @@ def test_api_on_rank_traces() -> None:
     import opgraph
 
     files = _files("noseq")
-    job = _doc(crossrank_critical_path(load(files, model=True), ranks=[1, 2]))
+    job = _doc(crossrank_critical_path(load(files), ranks=[1, 2]))
     assert _doc(opgraph.critical_path(files, ranks=[1, 2], workers=1)) == job
     assert _doc(opgraph.critical_path(FIX / "noseq", ranks=[1, 2], workers=2)) == job
     with pytest.raises(ValueError, match="window"):
@@ -229,7 +229,7 @@ def test_rank_without_steps_in_one_round(tmp_path: Path) -> None:
     files = _copy_job(tmp_path, drop_steps)
     for ranks in (None, [0, 2]):
         got = crossrank_from_traces(files, ranks=ranks, workers=1)
-        assert _doc(got) == _doc(crossrank_critical_path(load(files, model=True), ranks=ranks))
+        assert _doc(got) == _doc(crossrank_critical_path(load(files), ranks=ranks))
         assert got.stats["chains"]["rounds"] == 1
     assert -1 in [w.step for w in got.steps]
 
@@ -254,7 +254,7 @@ def test_collectives_in_contradicting_order_are_one_line(tmp_path: Path) -> None
 
     files = _copy_job(tmp_path, swap)
     with pytest.raises(CircularPath, match="circle"):
-        crossrank_critical_path(load(files, model=True))
+        crossrank_critical_path(load(files))
     with pytest.raises(CircularPath, match="circle"):
         crossrank_from_traces(files, workers=1)
     r = _run_cli(["critical-path", str(tmp_path), "--workers", "1"])
@@ -269,10 +269,10 @@ def test_one_rank_job_and_no_ranks(tmp_path: Path) -> None:
     An empty ``ranks`` is the job graph's error."""
     (tmp_path / "rank0.json").write_bytes(Path(_files("seq")[0]).read_bytes())
     files = [str(tmp_path / "rank0.json")]
-    job = load(str(tmp_path), model=True)
+    job = load(str(tmp_path))
     assert isinstance(job.graph.get("job"), dict)
     assert _doc(crossrank_from_traces(files, workers=1)) == _doc(crossrank_critical_path(job))
     for fn in (lambda: crossrank_from_traces(_files("seq"), ranks=[], workers=1),
-               lambda: crossrank_critical_path(load(_files("seq"), model=True), ranks=[])):
+               lambda: crossrank_critical_path(load(_files("seq")), ranks=[])):
         with pytest.raises(ValueError, match="none of ranks none"):
             fn()

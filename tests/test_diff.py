@@ -79,7 +79,7 @@ def test_normalize_kernel_name():
 
 def test_call_paths(tmp_path):
     G = load_any(make_trace(tmp_path / "a.json", [[MM, ADDOP], [MM]]))
-    c = TraceColumns.from_graph(G)
+    c = TraceColumns.from_trace_graph(G)
     paths = {(c.name[i], p) for i, p in enumerate(call_paths(c)) if c.kind[i] == "cpu_op"}
     assert paths == {("aten::mm", "ProfilerStep#N"), ("aten::add", "ProfilerStep#N")}
 
@@ -215,7 +215,7 @@ def test_diff_on_columns_equals_diff_on_networkx() -> None:
     from opgraph.graph.model import TraceGraph
 
     a, b = KDIR / "hta_trace_diff_control.json.gz", KDIR / "hta_ns_resolution_rank0.pt.trace.json.gz"
-    Ta, Tb = load_any(a, model=True), load_any(b, model=True)
+    Ta, Tb = load_any(a), load_any(b)
     assert isinstance(Ta, TraceGraph) and isinstance(Tb, TraceGraph)
     got = diff_graphs(Ta, Tb)
     assert Ta._nx is None and Tb._nx is None

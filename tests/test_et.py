@@ -69,7 +69,7 @@ def test_tiny_data_edges(tiny: Path) -> None:
     assert "[pytorch|profiler|execution_graph|process]" not in kinds.values()
     nest = {(name[u], name[v]) for u, v, d in G.edges(data=True) if d["kind"] == "nest"}
     assert ("aten::linear", "aten::addmm") in nest and ("## forward ##", "aten::sum") in nest
-    assert nx.is_directed_acyclic_graph(G)
+    assert nx.is_directed_acyclic_graph(G.to_networkx())
     add = next(d for d in G.nodes.values() if d["name"] == "aten::addmm")
     assert add["args"]["Input Dims"] == [[8, 4], [4, 4]] and add["args"]["Input type"] == ["float", "float"]
     assert any(h["code"] == "et_ordinal_time" for h in G.graph["health"])
@@ -97,7 +97,7 @@ def test_record_function_id_link(tiny: Path, tmp_path: Path) -> None:
     name = {n: d["name"] for n, d in G.nodes(data=True)}
     data = {(name[u], name[v]) for u, v, d in G.edges(data=True) if "tensors" in d}
     assert ("aten::relu", "aten::add_") in data and ("aten::t", "aten::addmm") in data
-    assert nx.is_directed_acyclic_graph(G)
+    assert nx.is_directed_acyclic_graph(G.to_networkx())
 
 
 def test_bad_et(tmp_path: Path, cli, one_line_error) -> None:
@@ -162,7 +162,7 @@ def test_build_with_et_cli(cli, tmp_path: Path) -> None:
     assert rep["data_edges"] > 1000 and rep["data_edges_backward_in_time"] == 0
     ek = Counter(d["kind"] for _, _, d in G.edges(data=True))
     assert ek["data"] > 0
-    assert nx.is_directed_acyclic_graph(G)
+    assert nx.is_directed_acyclic_graph(G.to_networkx())
     shaped = [d for d in G.nodes.values() if d["kind"] == "cpu_op" and "et_input_shapes" in (d["args"] or {})]
     assert len(shaped) > 1000
 

@@ -1,15 +1,13 @@
-"""The writers on the column model (docs/model.md): ``export`` (Perfetto, Graphviz, Parquet
-tables), ``augment`` and ``--rank N`` on a job graph read a saved graph as a
-:class:`~opgraph.graph.model.TraceGraph` and give byte for byte what the networkx graph
-gives, without making the networkx view; one rank cut out of a job graph's columns equals
-that rank's trace built alone."""
+"""The writers on the trace model (docs/model.md): ``export`` (Perfetto, Graphviz, Parquet
+tables), ``augment`` and ``--rank N`` on a job graph write from a saved graph byte for byte
+what they write from the graph built from the raw trace, without making the networkx view;
+one rank cut out of a job graph's columns equals that rank's trace built alone."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 import pytest
@@ -23,7 +21,7 @@ from opgraph.export.tables.graph import graph_tables
 from opgraph.export.perfetto.overlay import export_perfetto
 from opgraph.export.perfetto.job import export_perfetto_job
 from opgraph.graph.io import load_any, load_gpickle, save_gpickle
-from opgraph.graph.model import TraceGraph, edge_kinds_between
+from opgraph.graph.model import TraceGraph
 from opgraph.multirank import rank_subgraph
 from opgraph.pipelines import augment_file
 from opgraph.testing.synth import synthesize, write_scenario
@@ -49,40 +47,43 @@ def _trace(src, tmp_path: Path) -> Path:
     return src if isinstance(src, Path) else write_scenario(synthesize(src, steps=3), tmp_path)
 
 
-def _pair(trace: Path, tmp_path: Path) -> tuple[nx.DiGraph, TraceGraph, Path]:
+def _pair(trace: Path, tmp_path: Path) -> tuple[TraceGraph, TraceGraph, Path]:
+    """The graph built from ``trace``, and the same graph saved and loaded again."""
     g = tmp_path / "g.gpickle"
-    save_gpickle(load_any(trace, model=True), g)
-    G = load_gpickle(g, require_opgraph=True)
-    T = load_gpickle(g, require_opgraph=True, model=True)
-    assert type(G) is nx.DiGraph and isinstance(T, TraceGraph)
-    return G, T, g
+    B = load_any(trace)
+    save_gpickle(B, g)
+    T = load_gpickle(g)
+    assert isinstance(B, TraceGraph) and isinstance(T, TraceGraph)
+    return B, T, g
 
 
 @pytest.mark.parametrize("src", _inputs())
-def test_exports_from_columns_equal_networkx(tmp_path: Path, src) -> None:
+def test_exports_from_a_saved_graph_equal_the_built_ones(tmp_path: Path, src) -> None:
     trace = _trace(src, tmp_path)
-    G, T, g = _pair(trace, tmp_path)
+    B, T, g = _pair(trace, tmp_path)
     outs = {}
-    for tag, H in (("nx", G), ("cols", T)):
+    for tag, H in (("built", B), ("saved", T)):
         p = tmp_path / f"{tag}.json"
         s = {k: v for k, v in export_perfetto(H, p).items() if k != "path"}
         d = tmp_path / f"{tag}.dot"
         v = write_graphviz(H, d, "dot", max_nodes=120)
         outs[tag] = (p.read_bytes(), s, d.read_bytes(), v.summary(), graph_tables(H))
-    a, b = outs["nx"], outs["cols"]
+    a, b = outs["built"], outs["saved"]
     assert a[0] == b[0] and a[1] == b[1], "Perfetto overlay"
     assert a[2] == b[2] and a[3] == b[3], "Graphviz view"
     for k in ("nodes", "edges"):
         pd.testing.assert_frame_equal(a[4][k], b[4][k])
-    # every drawn pair and random pairs: the same edge kinds (or none) from the columns
+    assert T._nx is None and B._nx is None, "the writers made the networkx view"
+    # every edge and random pairs: the edge kinds (or none) of the columns are the view's
     rng = np.random.default_rng(0)
     ids = T.node_ids
-    us, vs = [u for u, _ in G.edges], [v for _, v in G.edges]
+    succ = B.to_networkx()._succ
+    us, vs = T.payload["src"].tolist(), T.payload["dst"].tolist()
     if len(ids):
         us += rng.choice(ids, 500).tolist()
         vs += rng.choice(ids, 500).tolist()
-    assert edge_kinds_between(T, us, vs) == edge_kinds_between(G, us, vs)
-    assert T._nx is None, "the writers made the networkx view"
+    want = [succ[u][v]["kind"] if u in succ and v in succ[u] else None for u, v in zip(us, vs)]
+    assert T.edge_kinds_between(us, vs) == want
     # augment: the saved graph (columns) writes what the raw trace writes
     a1, a2 = tmp_path / "a_raw.json", tmp_path / "a_saved.json"
     r1, r2 = augment_file(str(trace), str(a1)), augment_file(str(g), str(a2))
@@ -99,25 +100,23 @@ def _job_dirs(tmp_path: Path) -> list[list[Path]]:
 
 
 def _edges(H) -> dict:
-    H = H.to_networkx() if isinstance(H, TraceGraph) else H
-    return {(u, v): d for u, v, d in H.edges(data=True)}
+    return {(u, v): d for u, v, d in H.to_networkx().edges(data=True)}
 
 
 def test_rank_cut_from_columns_equals_the_rank_built_alone(tmp_path: Path) -> None:
     """``rank_subgraph`` on a job's columns: each rank's nodes, edges (their node-id
     attributes taken back to local ids), events and critical path equal its own trace
-    built alone; on the aligned clock only the times move; the networkx job cuts the same."""
+    built alone; on the aligned clock only the times move."""
     from test_trace_model import assert_same_arrays
 
     for files in _job_dirs(tmp_path):
         out = tmp_path / "job.gpickle"
-        save_gpickle(opgraph.load(files, model=True), out)
-        T = load_gpickle(out, require_opgraph=True, model=True)
-        G = load_gpickle(out, require_opgraph=True)
+        save_gpickle(opgraph.load(files), out)
+        T = load_gpickle(out)
         job = T.graph["job"]
         for row in job["ranks"]:
             r = int(row["rank"])
-            S = load_any(row["file"], model=True)
+            S = load_any(row["file"])
             H = rank_subgraph(T, r)
             assert isinstance(H, TraceGraph) and H._nx is None
             assert_same_arrays(S.arrays, H.arrays)
@@ -133,27 +132,25 @@ def test_rank_cut_from_columns_equals_the_rank_built_alone(tmp_path: Path) -> No
             off = job["alignment"]["offsets_ns"][r]
             assert np.array_equal(Ha.arrays.ts, H.arrays.ts + off)
             assert np.array_equal(Ha.graph["events"]["ts_ns"].to_numpy(), ev_h["ts_ns"].to_numpy() + off)
-            N = rank_subgraph(G, r, aligned=True)   # the DiGraph of the same cut
-            assert type(N) is nx.DiGraph
-            assert dict(N.nodes(data=True)) == dict(Ha.to_networkx().nodes(data=True))
-            assert _edges(N) == _edges(Ha)
+            assert dict(Ha.to_networkx().nodes(data=True)).keys() == dict(H.to_networkx().nodes(data=True)).keys()
+            assert _edges(Ha) == _edges(H)
         assert T._nx is None
         with pytest.raises(KeyError, match="not in this job"):
             rank_subgraph(T, 99)
 
 
-def test_job_overlay_from_columns_equals_networkx(tmp_path: Path) -> None:
+def test_job_overlay_from_a_saved_job_equals_the_built_one(tmp_path: Path) -> None:
     from opgraph.testing.synth_multirank import synthesize_job, write_job
 
     files = write_job(synthesize_job(world_size=4, seq=True), tmp_path / "job")
     out = tmp_path / "job.gpickle"
-    save_gpickle(opgraph.load(files, model=True), out)
-    T = load_gpickle(out, require_opgraph=True, model=True)
-    G = load_gpickle(out, require_opgraph=True)
+    G = opgraph.load(files)
+    save_gpickle(G, out)
+    T = load_gpickle(out)
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     assert export_perfetto_job(G, a) == {**export_perfetto_job(T, b), "path": str(a)}
     assert a.read_bytes() == b.read_bytes()
-    assert T._nx is None
+    assert T._nx is None and G._nx is None
 
 
 def test_export_and_augment_commands_never_make_the_networkx_view(tmp_path: Path,

@@ -107,7 +107,7 @@ def run_checked(name: str, inp: Path, out: Path, what: str, record: tuple[str, s
     check_contract(r, inp, outputs, f"{what} [{name}]")
     if name == "build" and r.exit_code == 0:
         from opgraph.graph.io import load_gpickle
-        G = load_gpickle(outputs[0], require_opgraph=True)     # the saved graph is whole and loads
+        G = load_gpickle(outputs[0])     # the saved graph is whole and loads
         assert G.graph["events"] is not None
         outputs[0].unlink()
     for o in outputs:

@@ -399,7 +399,7 @@ def test_report_data_on_columns_equals_networkx(name: str) -> None:
     notes_nx: list[str] = []
     notes_cols: list[str] = []
     want = report_data(load_any(path), notes=notes_nx)
-    T = load_any(path, model=True)
+    T = load_any(path)
     got = report_data(T, notes=notes_cols)
     assert T._nx is None
     assert notes_cols == notes_nx

@@ -16,6 +16,7 @@ import pytest
 
 from opgraph.errors import OpgraphInputError
 from opgraph.graph.io import load_any, load_gpickle, save_graph, save_gpickle
+from opgraph.graph.model import TraceGraph
 from opgraph.schemas_util import validate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,18 +35,19 @@ def _sources() -> list:
 
 
 @pytest.fixture(scope="module")
-def built() -> dict[Path, nx.DiGraph]:
+def built() -> dict[Path, TraceGraph]:
     return {}
 
 
-def _graph(built: dict, path: Path) -> nx.DiGraph:
+def _graph(built: dict, path: Path) -> TraceGraph:
     if path not in built:
         built[path] = load_any(path)
     return built[path]
 
 
-def assert_same_graph(G: nx.DiGraph, H: nx.DiGraph, exact_frame: bool = True) -> None:
-    assert type(H) is nx.DiGraph
+def assert_same_graph(T: TraceGraph, L: TraceGraph, exact_frame: bool = True) -> None:
+    assert isinstance(T, TraceGraph) and isinstance(L, TraceGraph)
+    G, H = T.to_networkx(), L.to_networkx()
     assert list(G.nodes) == list(H.nodes)
     for n, d in G.nodes(data=True):
         assert H.nodes[n] == d, n
@@ -125,16 +127,16 @@ def test_json_gz_validates_against_schema(src: Path, tmp_path: Path, built) -> N
     assert len(doc["events"]["eid"]) == len(G.graph["events"])
 
 
-def test_non_opgraph_digraph_pickles(tmp_path: Path) -> None:
+def test_non_opgraph_digraph_pickles_but_does_not_load(tmp_path: Path) -> None:
+    """Any DiGraph saves; loading one that opgraph did not build is one line."""
     G = nx.DiGraph(name="plain")
     G.add_edge("a", "b", kind="nest", weight=2.5)
     G.add_node("c", kind="kernel")
     out = tmp_path / "plain.gpickle"
     save_gpickle(G, out)
-    H = load_gpickle(out)
-    assert dict(H.nodes(data=True)) == dict(G.nodes(data=True))
-    assert list(H.edges(data=True)) == list(G.edges(data=True))
-    assert H.graph == {"name": "plain"}
+    assert pickle.loads(out.read_bytes()).graph == {"name": "plain"}
+    with pytest.raises(OpgraphInputError, match="not an opgraph graph"):
+        load_gpickle(out)
 
 
 # ------------------------------------------------------------------ hostile / broken pickles

@@ -15,6 +15,7 @@ import networkx as nx
 import pytest
 from click.testing import CliRunner
 
+from opgraph.graph.model import TraceGraph
 from opgraph.analysis.window import analysis_window
 from opgraph.analysis.steps import find_iterations
 from opgraph.analysis.step_times import iteration_table, iterations_doc
@@ -86,6 +87,7 @@ def test_step_regex_and_data_loader_fallback():
     for k in range(4):
         add(10 * k, "annotation", f"train_iter {k + 7}", k * 1000, 900)
         add(10 * k + 1, "annotation", "enumerate(DataLoader)#_Iter.__next__", k * 1000 + 5, 50)
+    G = TraceGraph.of(G)
     st = find_iterations(G, step_regex=r"^train_iter")
     assert st.source == "regex" and st.table["step"].tolist() == [7, 8, 9, 10]
     st = find_iterations(G)  # no ProfilerStep: DataLoader markers, M markers -> M-1 steps
@@ -105,7 +107,7 @@ def test_gpu_annotation_steps():
     for k in range(2):
         G.add_node(k, kind="gpu_annotation", name=f"ProfilerStep#{k + 3}", ts=k * 100, dur=90, pid=0, tid=7,
                    device=0, stream=7, correlation=-1, external_id=-1, args={})
-    st = find_iterations(G)
+    st = find_iterations(TraceGraph.of(G))
     assert st.source == "gpu_annotation" and st.table["step"].tolist() == [3, 4]
 
 

@@ -14,7 +14,6 @@ import pandas as pd
 import pytest
 
 from conftest import KINETO_DIR, requires_traces
-from opgraph.graph.arrays import GraphArrays
 from opgraph.errors import OpgraphInputError
 from opgraph.graph.io import GraphPayload, load_any, load_gpickle, save_gpickle, save_graph
 from opgraph.multirank import build_job, rank_from_filename, rank_subgraph
@@ -276,7 +275,7 @@ def test_dlrm_graph_and_rank_subgraphs(dlrm_job) -> None:
     assert ec["collective"] == 8 * 8 * 7
     offsets = [r["node_offset"] for r in job["ranks"]]
     assert offsets == sorted(offsets) and offsets[0] == 0
-    arr = GraphArrays.from_graph(G)
+    arr = G.arrays
     assert sorted(set(arr.rank.tolist())) == list(range(8))
     lane_rank = pd.Series(arr.rank).groupby(arr.lane).nunique()
     assert (lane_rank == 1).all()  # no lane shared by two ranks
@@ -331,7 +330,7 @@ def test_dlrm_round_trips(dlrm_job, tmp_path: Path) -> None:
 def test_single_rank_graph_unchanged(tmp_path: Path) -> None:
     G = load_any(write(tmp_path / "rank0.json", mini_trace(0)))
     assert all("rank" not in d for _, d in G.nodes(data=True))
-    arr = GraphArrays.from_graph(G)
+    arr = G.arrays
     assert arr.rank.dtype == np.int64 and not arr.rank.any() and len(arr.rank) == arr.n
 
 

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from opgraph.graph.model import TraceGraph
 from opgraph.analysis.multistream import device_stats, qps, seed_overlap_sweep, stream_stats
 from opgraph.analysis.summary_doc import summary_doc
 from opgraph.intervals import overlap_sweep
@@ -32,7 +33,7 @@ def _graph_of(name: str, tmp_path: Path, steps: int = 3):
     return build_graph(read_trace(path)), sc.answers, path
 
 
-def three_stream_graph() -> nx.DiGraph:
+def three_stream_graph() -> TraceGraph:
     """Kernels (µs): stream 1: [0,100) [150,250); stream 2: [50,120); stream 3: [90,200)
     [300,310). Union [0,250) + [300,310) = 260; Σ per-stream active = 200 + 70 + 120 = 390;
     overlap = 130."""
@@ -41,7 +42,7 @@ def three_stream_graph() -> nx.DiGraph:
     for i, (s, a, b) in enumerate(kernels):
         G.add_node(i, kind="kernel", name=f"k{i}", ts=a * 1000, dur=(b - a) * 1000, pid=0, tid=s,
                    device=0, stream=s, correlation=-1, external_id=-1, args={})
-    return G
+    return TraceGraph.of(G)
 
 
 # ----------------------------------------------------------------------- seed examples

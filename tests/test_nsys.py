@@ -63,7 +63,7 @@ def test_synth_counts(synth_graph: nx.DiGraph, answers: dict) -> None:
     # 2 stream syncs + 1 event sync + a device sync over the 2 streams
     assert ek["sync"] == 5
     assert not [h for h in synth_graph.graph["health"] if h["code"] != "nsys_tables_absent"]
-    assert nx.is_directed_acyclic_graph(synth_graph)
+    assert nx.is_directed_acyclic_graph(synth_graph.to_networkx())
 
 
 def test_synth_int64_strings_and_thread_decode(synth_graph: nx.DiGraph) -> None:
@@ -141,7 +141,7 @@ def test_real_sqlite(path: Path) -> None:
     assert len(kern) == n_kernel
     linked = sum(1 for k in kern if any(G.edges[p, k]["kind"] == "launch" for p in G.predecessors(k)))
     assert linked == n_kernel
-    assert nx.is_directed_acyclic_graph(G)
+    assert nx.is_directed_acyclic_graph(G.to_networkx())
     assert G.graph["device_properties"], "device properties read from TARGET_INFO_*"
     ev = table.events
     # correlation ids are process-scoped: no id is carried by two runtime calls

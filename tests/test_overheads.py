@@ -11,6 +11,7 @@ import networkx as nx
 import pytest
 from click.testing import CliRunner
 
+from opgraph.graph.model import TraceGraph
 from opgraph.analysis.overheads import OverheadParams, overhead_samples, overheads_doc
 from opgraph.graph import build_graph
 from opgraph.ingest.readers import read_trace
@@ -123,7 +124,7 @@ def test_custom_markers_and_thresholds(tmp_path):
     assert "aten::linear" not in doc["ops"] and doc["t2"]["aten::addmm"] == _st(15, 12)
 
 
-def _op_graph() -> nx.DiGraph:
+def _op_graph() -> TraceGraph:
     """Hand-built: one thread, ops of one name taken once with launches and twice whole."""
     G = nx.DiGraph()
     n = [0]
@@ -144,7 +145,7 @@ def _op_graph() -> nx.DiGraph:
     add("runtime", "cudaMemsetAsync", 70, 5, a)  # not a launch API: ignored
     add("cpu_op", "aten::to", 150, 7, step, [[8], []])
     add("cpu_op", "aten::to", 200, 9, step, [[8], []])
-    return G
+    return TraceGraph.of(G)
 
 
 def test_whole_ops_kept_apart_every_occurrence():
@@ -171,7 +172,7 @@ def test_samples_frame():
     assert len(ls) == 1 and ls.iloc[0]["seq"] == (LAUNCH, LAUNCH)
 
 
-def _whole_graph(durs_us: list[int]) -> nx.DiGraph:
+def _whole_graph(durs_us: list[int]) -> TraceGraph:
     """Hand-built: one thread, ``aten::relu`` whole (no launch) with the given durations,
     every op 100 µs after the previous one's end, and one launching ``aten::mm``."""
     G = nx.DiGraph()
@@ -193,7 +194,7 @@ def _whole_graph(durs_us: list[int]) -> nx.DiGraph:
         t += d + 100
     mm = add("cpu_op", "aten::mm", t, 50, step, [[4, 4]])
     add("runtime", "cudaLaunchKernel", t + 10, 10, mm)
-    return G
+    return TraceGraph.of(G)
 
 
 def test_iqr_outliers_known_answer():

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from opgraph.graph.arrays import GraphArrays
+from opgraph.graph.model import TraceGraph
 from opgraph.analysis.critical_path.path import critical_path
 from opgraph.predict.whatif import parse_transforms
 from opgraph.predict.prediction import predict
@@ -93,7 +93,7 @@ def test_measured_path_equals_critical_path_command():
                        [(s.eid, s.bound_by, s.start_ns, s.end_ns) for s in v.path]
         r2 = whatif(G, scale_kernels=[".*=0.5"])
         H = r2.predicted_graph()
-        full = critical_path(H, dag=None)
+        full = critical_path(TraceGraph.of(H), dag=None)
         assert [(w.name, w.start_ns) for w in full.windows] == [(w.name, w.start_ns) for w in r2.predicted_cp.windows]
         assert H.number_of_edges() == G.number_of_edges()
         for n, d in H.nodes(data=True):
@@ -128,7 +128,7 @@ def test_halving_kernels_barely_moves_cpu_bound_step():
 
 def _launch_time_in_step(G, step_eid: int) -> int:
     """Sum of the durations of launch calls inside the step's time range, on any thread."""
-    a = GraphArrays.from_graph(G)
+    a = G.arrays
     p = a.pos_of[step_eid]
     ls, _ = a.out_edges("launch")
     calls = np.unique(ls)
@@ -162,7 +162,7 @@ def test_launch_overhead_sets_the_call_duration():
 
 def test_scale_cpu_scales_exclusive_time():
     G = synth("cpu_bound")
-    a = GraphArrays.from_graph(G)
+    a = G.arrays
     res = whatif(G, scale_cpu=["aten::.*=0.5"])
     ns_, nd_ = a.out_edges("nest")
     child_time = np.zeros(a.n, dtype=np.int64)
@@ -235,10 +235,10 @@ def test_device_retiming_without_model_uses_bandwidth_ratio():
     same = predict(G, parse_transforms(device="H100 SXM")).to_dict()["device"]
     assert same["source"] == "A100 SXM4 80GB" and same["kernel_time_retimed_us"] == dev["kernel_time_retimed_us"]
     # without deviceProperties and without --source-device: a clear error
-    H = G.copy()
+    H = G.to_networkx().copy()
     H.graph["device_properties"] = []
     with pytest.raises(ValueError, match="source-device"):
-        predict(H, parse_transforms(device="H100 SXM"))
+        predict(TraceGraph.of(H), parse_transforms(device="H100 SXM"))
 
 
 # --------------------------------------------------------------------------- parsing and CLI
@@ -420,9 +420,9 @@ def test_real_stream_waits_and_device(cli):
     typ = parse_transforms(typical_latencies=True)
     assert predict(G, typ, model=m).step_errors().max() < 0.01
     assert predict(G, typ, infer=False).step_errors().max() < 0.01
-    H = G.copy()
+    H = G.to_networkx().copy()
     H.remove_edges_from(joins)
-    assert predict(H, typ, infer=False).step_errors().max() > 0.03
+    assert predict(TraceGraph.of(H), typ, infer=False).step_errors().max() > 0.03
     path = KDIR / "tracelens_h100_bert_small.json.gz"
     r = cli(["predict", str(path), "--device", "A100 SXM4 80GB", "--json"])
     assert r.exit_code == 0, r.stderr

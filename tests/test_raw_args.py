@@ -10,7 +10,6 @@ import pickle
 import re
 from pathlib import Path
 
-import networkx as nx
 import numpy as np
 import orjson
 import pytest
@@ -18,6 +17,7 @@ from click.testing import CliRunner
 from conftest import KINETO_FILES, SYNTH_TRACES, requires_traces, same_values, write_payload
 
 import opgraph
+from opgraph.graph.model import TraceGraph
 from opgraph.cli import main
 from opgraph.errors import OpgraphInputError
 from opgraph.graph.io import load_any, load_gpickle, save_gpickle
@@ -67,10 +67,10 @@ def test_a_build_never_decodes_the_whole_args_column(tmp_path: Path, never_whole
     trace = opgraph.example_trace(scenario, tmp_path)
     path = _built(tmp_path, trace)
     assert never_whole == []
-    tg = load_gpickle(path, model=True)
+    tg = load_gpickle(path)
     assert JSON_ARGS_KEY in tg.payload and ARGS_KEY not in tg.payload
     assert isinstance(tg.graph, LazyGraphAttrs) and tg.graph.args_pending
-    built = load_any(trace, model=True)
+    built = load_any(trace)
     for g in (tg, built):
         for name in ARGS_FREE:
             getattr(opgraph, name)(g)
@@ -87,12 +87,12 @@ def test_raw_args_round_trip_through_save_and_load(tmp_path: Path) -> None:
     every reader (columns, networkx, a plain unpickler) sees the general path's args."""
     trace = opgraph.example_trace("gpu_bound", tmp_path)
     path = _built(tmp_path, trace)
-    tg = load_gpickle(path, model=True)
+    tg = load_gpickle(path)
     again = tmp_path / "again.gpickle"
     save_gpickle(tg, again)
     assert tg.graph.args_pending
     pos, buf, offsets = tg.payload[JSON_ARGS_KEY]
-    tg2 = load_gpickle(again, model=True)
+    tg2 = load_gpickle(again)
     pos2, buf2, offsets2 = tg2.payload[JSON_ARGS_KEY]
     assert (pos2, buf2) == (pos, buf) and np.array_equal(offsets2, offsets)
     want = _general_args(trace)
@@ -106,7 +106,7 @@ def test_raw_args_round_trip_through_save_and_load(tmp_path: Path) -> None:
     # once read, a save writes the pickled form, as for any table that was read
     third = tmp_path / "third.gpickle"
     save_gpickle(tg2, third)
-    tg3 = load_gpickle(third, model=True)
+    tg3 = load_gpickle(third)
     assert ARGS_KEY in tg3.payload and JSON_ARGS_KEY not in tg3.payload
     assert tg3.graph["events"].equals(tg2.graph["events"])
 
@@ -115,10 +115,10 @@ def test_graphs_saved_with_pickled_args_still_load(tmp_path: Path) -> None:
     """A graph saved with the pickled form (every graph saved before the raw form, and any
     networkx graph saved now) loads and answers as the raw form does."""
     trace = opgraph.example_trace("two_stream_event_wait", tmp_path)
-    raw = load_gpickle(_built(tmp_path, trace), model=True)
+    raw = load_gpickle(_built(tmp_path, trace))
     old = tmp_path / "old.gpickle"
-    save_gpickle(load_any(trace), old)
-    tg = load_gpickle(old, model=True)
+    save_gpickle(load_any(trace).to_networkx(), old)
+    tg = load_gpickle(old)
     assert ARGS_KEY in tg.payload and JSON_ARGS_KEY not in tg.payload and tg.graph.args_pending
     assert orjson.dumps(opgraph.critical_path(tg).to_dict(), default=str) == \
         orjson.dumps(opgraph.critical_path(raw).to_dict(), default=str)
@@ -131,7 +131,7 @@ def test_export_and_augment_are_unchanged(tmp_path: Path) -> None:
     trace = opgraph.example_trace("gpu_bound", tmp_path)
     raw_g = _built(tmp_path, trace)
     nx_g = tmp_path / "nx.gpickle"
-    save_gpickle(load_any(trace), nx_g)
+    save_gpickle(load_any(trace).to_networkx(), nx_g)
     outs = _written(tmp_path, ["export", "{src}", "--perfetto", "{out}"], (trace, raw_g, nx_g))
     assert outs[0] == outs[1] == outs[2]
     aug = _written(tmp_path, ["augment", "{src}", "-o", "{out}"], (trace, raw_g))
@@ -158,7 +158,7 @@ def test_a_job_of_raw_ranks_merges_whole_tables(tmp_path: Path) -> None:
     res = CliRunner().invoke(main, ["build", *map(str, files), "-o", str(job), "--workers", "1"],
                              catch_exceptions=False)
     assert res.exit_code == 0, res.output
-    tg = load_gpickle(job, model=True)
+    tg = load_gpickle(job)
     ev = tg.graph["events"]
     want = [a for f in files for a in _general_args(f)]
     assert sorted(map(repr, ev["args"].tolist())) == sorted(map(repr, want))
@@ -232,19 +232,17 @@ def _wrapping(n: int) -> tuple[bytes, np.ndarray]:
 @pytest.mark.parametrize("case", sorted(BAD))
 def test_bad_raw_args_are_one_line(tmp_path: Path, case: str) -> None:
     trace = opgraph.example_trace("gpu_bound", tmp_path)
-    tg = load_gpickle(_built(tmp_path, trace), model=True)
+    tg = load_gpickle(_built(tmp_path, trace))
     edit, words, when = BAD[case]
     p = dict(tg.payload)
     p["graph"] = tg.graph.raw()
     p[JSON_ARGS_KEY] = edit(*p[JSON_ARGS_KEY])
     bad = write_payload(tmp_path / "bad.gpickle", p)
-    with pytest.raises(OpgraphInputError, match=re.escape(words)):
-        load_gpickle(bad)   # networkx readers decode while loading
     if when == "load":
         with pytest.raises(OpgraphInputError, match=re.escape(words)):
-            load_gpickle(bad, model=True)
+            load_gpickle(bad)
     else:
-        g = load_gpickle(bad, model=True)
+        g = load_gpickle(bad)
         opgraph.idle(g)    # what does not read args is unaffected
         with pytest.raises(OpgraphInputError, match=re.escape(words)):
             g.graph["events"]
@@ -256,14 +254,13 @@ def test_bad_raw_args_are_one_line(tmp_path: Path, case: str) -> None:
 
 def test_both_forms_at_once_are_refused(tmp_path: Path) -> None:
     trace = opgraph.example_trace("gpu_bound", tmp_path)
-    tg = load_gpickle(_built(tmp_path, trace), model=True)
+    tg = load_gpickle(_built(tmp_path, trace))
     p = dict(tg.payload)
     p["graph"] = tg.graph.raw()
     p[ARGS_KEY] = (p[JSON_ARGS_KEY][0], pickle.dumps(np.array([{}] * len(p["graph"]["events"]), dtype=object)))
     bad = write_payload(tmp_path / "bad.gpickle", p)
-    for model in (False, True):
-        with pytest.raises(OpgraphInputError, match="packed twice"):
-            load_gpickle(bad, model=model)
+    with pytest.raises(OpgraphInputError, match="packed twice"):
+        load_gpickle(bad)
 
 
 @pytest.mark.parametrize("body, needle", [
@@ -292,28 +289,28 @@ def test_real_traces_keep_raw_args_and_read_them_back(tmp_path: Path, never_whol
         pytest.skip(f"{name} not in ../shared/traces")
     path = _built(tmp_path, trace)
     assert never_whole == []
-    tg = load_gpickle(path, model=True)
+    tg = load_gpickle(path)
     assert JSON_ARGS_KEY in tg.payload
     got = tg.graph["events"]["args"].tolist()
     want = _general_args(trace)
     assert len(got) == len(want) and all(same_values(u, v) for u, v in zip(got, want))
-    G = load_any(trace)   # the networkx build: same table
+    G = load_any(trace)   # built again: the same table
     assert G.graph["events"].equals(tg.graph["events"])
-    assert isinstance(load_gpickle(path), nx.DiGraph)
+    assert isinstance(load_gpickle(path), TraceGraph)
 
 
 @pytest.mark.parametrize("path", SYNTH_TRACES, ids=[p.name for p in SYNTH_TRACES])
 def test_synthesized_fixtures_export_the_same_from_raw_and_pickled_graphs(tmp_path: Path, path: Path) -> None:
     raw_g = _built(tmp_path, path)
     nx_g = tmp_path / "nx.gpickle"
-    save_gpickle(load_any(path), nx_g)
+    save_gpickle(load_any(path).to_networkx(), nx_g)
     outs = _written(tmp_path, ["export", "{src}", "--perfetto", "{out}"], (raw_g, nx_g))
     assert outs[0] == outs[1]
 
 
 def test_pickled_payload_of_networkx_graph_is_unchanged(tmp_path: Path) -> None:
     """Saving a networkx graph still writes the pickled form (its args may be any value)."""
-    G = load_any(opgraph.example_trace("gpu_bound", tmp_path))
+    G = load_any(opgraph.example_trace("gpu_bound", tmp_path)).to_networkx()
     p = pack_args(graph_to_payload(G))
     assert ARGS_KEY in p and JSON_ARGS_KEY not in p
 
@@ -365,7 +362,7 @@ def test_saving_a_table_without_args_drops_the_packed_column(tmp_path: Path) -> 
     from opgraph.graph.packed_args import PACKED_KEYS, pack_args
 
     trace = opgraph.example_trace("gpu_bound", tmp_path)
-    tg = load_gpickle(_built(tmp_path, trace), model=True)
+    tg = load_gpickle(_built(tmp_path, trace))
     tg.graph["events"] = tg.graph["events"].drop(columns=["args"])
     p = pack_args(tg.payload)
     assert type(p["graph"]) is dict and not any(k in p for k in PACKED_KEYS)
@@ -378,11 +375,11 @@ def test_the_packed_text_is_let_go_once_decoded(tmp_path: Path) -> None:
     from opgraph.graph.io import load_any
 
     trace = opgraph.example_trace("gpu_bound", tmp_path)
-    for tg in (load_any(trace, model=True), load_gpickle(_built(tmp_path, trace), model=True)):
+    for tg in (load_any(trace), load_gpickle(_built(tmp_path, trace))):
         assert JSON_ARGS_KEY in tg.payload
         tg.graph["events"]
         assert not any(k in tg.payload for k in PACKED_KEYS)
         out = tmp_path / "again.gpickle"
         save_gpickle(tg, out)
-        back = load_gpickle(out, model=True)
+        back = load_gpickle(out)
         assert back.graph["events"]["args"].tolist() == tg.graph["events"]["args"].tolist()

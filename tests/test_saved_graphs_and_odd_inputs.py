@@ -115,7 +115,7 @@ def test_foreign_digraph_pickle_is_refused(tmp_path: Path, shape: str) -> None:
 
 
 def test_digraph_with_metadata_but_bad_nodes_is_refused(tmp_path: Path, trace: Path) -> None:
-    G = load_any(trace)
+    G = load_any(trace).to_networkx()
     n = next(iter(G._node))  # (G.nodes would cache a view, which pickles as a refused global)
     del G._node[n]["kind"]
     p = tmp_path / "nokind.gpickle"

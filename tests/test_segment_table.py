@@ -19,7 +19,7 @@ from opgraph.graph.io import load_any
 
 
 def _both(path: Path) -> tuple[CriticalPathResult, CriticalPathResult]:
-    res = critical_path(load_any(path, model=True))
+    res = critical_path(load_any(path))
     assert all(isinstance(w.path, SegmentTable) for w in res.windows)
     as_list = CriticalPathResult([replace(w, path=list(w.path)) for w in res.windows], res.window_mode)
     return res, as_list

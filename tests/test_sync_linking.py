@@ -76,7 +76,7 @@ def test_synth_case_edges(name: str, tmp_path: Path) -> None:
         if code in case.health:
             ex = h[code]["example_eid"]
             assert ex in {v for _, v, _, inf in case.sync if inf}, (code, ex)
-    assert nx.is_directed_acyclic_graph(G)
+    assert nx.is_directed_acyclic_graph(G.to_networkx())
 
 
 def test_per_call_inference_beside_records(tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
-"""The columnar trace model (docs/model.md, "The column form: TraceGraph"): a saved graph
-loaded as columns gives exactly the arrays and the answers the networkx graph gives, on
-every synthesized scenario and every real trace; a hostile column payload is refused with
-one line; a TraceGraph saves to the same file a DiGraph does."""
+"""The trace model (docs/model.md, "The trace model: TraceGraph"): the builder and every
+loader give a :class:`TraceGraph`; its networkx view round-trips (views, saves, node-link
+JSON, a graph pickled the ordinary way by an older opgraph); the API takes a DiGraph back
+into columns and answers the same; a hostile column payload is refused with one line."""
 
 from __future__ import annotations
 
@@ -16,80 +16,15 @@ import pytest
 from click.testing import CliRunner
 
 import opgraph
-from opgraph.analysis.collectives import collectives
-from opgraph.analysis.critical_path.path import critical_path
-from opgraph.analysis.idle import idle_time
-from opgraph.analysis.launch_stats import launch_stats
-from opgraph.analysis.overlap import comm_overlap
-from opgraph.analysis.queue_length import queue_length
 from opgraph.cli import main
 from opgraph.errors import OpgraphInputError
 from opgraph.graph.arrays import GraphArrays
-from opgraph.graph.io import GraphPayload, GraphPickler, load_any, load_gpickle, save_gpickle
-from opgraph.graph.model import TraceGraph, arrays_of, as_networkx
+from opgraph.graph.io import GraphPayload, GraphPickler, load_any, load_gpickle, save_gpickle, save_graph
+from opgraph.graph.model import TraceGraph
 from opgraph.graph.payload import graph_to_payload
-from opgraph.testing.synth import SCENARIOS, synthesize, write_scenario
+from opgraph.graph.validate import DIGRAPH_STATE
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
-def _breakdown(G, device: bool) -> dict:
-    from opgraph.analysis.device_breakdown import device_breakdown, device_breakdown_doc
-    from opgraph.analysis.host_breakdown import host_breakdown, host_breakdown_doc
-    from opgraph.analysis.window import analysis_window
-    from opgraph.analysis.data_markers import data_markers_of
-    from opgraph.analysis.graph_frame import graph_frame
-
-    f = graph_frame(G)
-    w = analysis_window(f, None, data_markers_of(None), use_steps=True)
-    return device_breakdown_doc(device_breakdown(f, w), 3, 10) if device else host_breakdown_doc(host_breakdown(f, w), 3, 5)
-
-
-def _frame_docs(G) -> dict:
-    """The frame-based analyses' documents (breakdown, iterations, summary, overheads, kernel
-    stats, sequences, memory timeline), as their commands make them."""
-    from opgraph.analysis.categories import gpu_categories
-    from opgraph.analysis.counters import cupti_counters
-    from opgraph.analysis.info import trace_info
-    from opgraph.analysis.data_markers import data_markers_of
-    from opgraph.analysis.graph_frame import graph_frame
-    from opgraph.analysis.step_times import iterations_doc
-    from opgraph.analysis.kernel_stats import kernel_stats
-    from opgraph.analysis.memory_bw import memory_bandwidth
-    from opgraph.predict.recommendations import recommendations
-    from opgraph.analysis.shapes import shapes
-    from opgraph.analysis.memory_timeline import memory_timeline
-    from opgraph.analysis.summary_doc import summary_doc
-    from opgraph.analysis.nvtx import nvtx_summary
-    from opgraph.predict.whatif import parse_transforms
-    from opgraph.predict.prediction import predict
-    from opgraph.predict.model_build import build_calibration, build_lookup
-    from opgraph.analysis.overheads import OverheadParams, overhead_samples, overheads_doc
-    from opgraph.analysis.roofline import report_doc, roofline
-    from opgraph.analysis.sequences import kernel_sequences
-
-    f, p = graph_frame(G), OverheadParams()
-    return {"host": lambda: _breakdown(G, False), "device": lambda: _breakdown(G, True),
-            "iterations": lambda: iterations_doc(G, None, data_markers_of(None)),
-            "summary": lambda: summary_doc(G, None, None, data_markers_of(None)),
-            "overheads": lambda: overheads_doc(f, p, True, overhead_samples(f, p, with_shapes=True)),
-            "kernel_stats": lambda: kernel_stats(G).to_dict(), "sequences": lambda: kernel_sequences(G).to_dict(),
-            "memory_timeline": lambda: memory_timeline(G).to_dict(),
-            "report": lambda: report_doc(roofline(G), "kernel", None),
-            "categories": lambda: gpu_categories(G).to_dict(), "shapes": lambda: shapes(G).to_dict(),
-            "counters": lambda: cupti_counters(G).to_dict(),
-            "memory_bw": lambda: memory_bandwidth(G).to_dict(), "advise": lambda: recommendations(G).to_dict(),
-            "info": lambda: trace_info(G), "nvtx": lambda: nvtx_summary(G),
-            "kernel_lookup": lambda: build_lookup(G).to_dict(), "calibration": lambda: build_calibration(G).to_dict(),
-            "predict": lambda: {k: v for k, v in predict(G, parse_transforms(("gemm=0.5",), ("aten::add=2",), "2us"))
-                                .to_dict().items() if k != "timings_s"}}
-
-
-ANALYSES = (idle_time, critical_path, launch_stats, queue_length, comm_overlap, collectives)
-
-
-def _real_traces() -> list[Path]:
-    if not TRACES.is_dir():
-        return []
-    return sorted(p for p in TRACES.glob("*/*") if p.is_file() and p.suffix != ".md")
 
 
 def assert_same_arrays(a: GraphArrays, b: GraphArrays) -> None:
@@ -109,123 +44,107 @@ def assert_same_arrays(a: GraphArrays, b: GraphArrays) -> None:
     assert a.pos_of == b.pos_of
 
 
-def assert_same_answers(G: nx.DiGraph, T: TraceGraph, what: str) -> None:
-    for fn in ANALYSES:
-        def doc(g):
-            try:
-                return json.dumps(fn(g).to_dict(), sort_keys=True, default=str)
-            except Exception as e:  # the same refusal either way counts as the same answer
-                return f"{type(e).__name__}: {e}"
-        assert doc(G) == doc(T), (what, fn.__name__)
-    # the frame analyses, on columns only (no networkx view behind the TraceGraph)
-    C = TraceGraph(T.payload)
-    a, b = _frame_docs(G), _frame_docs(C)
-    for k in a:
-        def run(f):
-            try:
-                return json.dumps(f(), sort_keys=True, default=str)
-            except Exception as e:
-                return f"{type(e).__name__}: {e}"
-        assert run(a[k]) == run(b[k]), (what, k)
-    assert C._nx is None, "a frame analysis fell back to networkx"
-
-
-def _saved_pair(src: Path, tmp: Path) -> tuple[nx.DiGraph, TraceGraph]:
-    """The graph of ``src`` loaded both ways from one saved ``.gpickle``."""
-    out = tmp / "g.gpickle"
-    save_gpickle(load_any(src), out)
-    G = load_gpickle(out, require_opgraph=True)
-    T = load_gpickle(out, require_opgraph=True, model=True)
-    assert isinstance(T, TraceGraph) and type(G) is nx.DiGraph
-    return G, T
-
-
-@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
-def test_columns_give_the_same_arrays_and_answers_on_every_scenario(tmp_path: Path, scenario: str) -> None:
-    trace = write_scenario(synthesize(scenario, steps=3), tmp_path)
-    G, T = _saved_pair(trace, tmp_path)
-    assert_same_arrays(GraphArrays.from_graph(G), T.arrays)
-    assert_same_answers(G, T, scenario)
-    # built straight from the raw trace in column form: the same again
-    R = load_any(trace, model=True)
-    assert isinstance(R, TraceGraph)
-    assert_same_arrays(GraphArrays.from_graph(G), R.arrays)
-
-
-@pytest.mark.skipif(not TRACES.is_dir(), reason="../shared/traces is absent")
-@pytest.mark.parametrize("trace", _real_traces(), ids=lambda p: p.name)
-def test_columns_give_the_same_arrays_and_answers_on_real_traces(tmp_path: Path, trace: Path) -> None:
-    try:
-        G0 = load_any(trace)
-    except OpgraphInputError:
-        pytest.skip("not a trace opgraph builds alone (an ET that pairs with a Kineto trace)")
-    G, T = _saved_pair(trace, tmp_path)
-    assert G.number_of_nodes() == G0.number_of_nodes() == T.number_of_nodes()
-    assert G.number_of_edges() == T.number_of_edges()
-    assert_same_arrays(GraphArrays.from_graph(G), T.arrays)
-    assert_same_answers(G, T, trace.name)
-
-
-def test_networkx_view_and_save_round_trip(tmp_path: Path) -> None:
-    trace = opgraph.example_trace("gpu_bound", tmp_path)
-    T = load_any(trace, model=True)
-    G = load_any(trace)
-    H = T.to_networkx()
-    assert T.to_networkx() is H and as_networkx(T) is H and as_networkx(G) is G
-    assert dict(H.nodes(data=True)).keys() == dict(G.nodes(data=True)).keys()
-    assert all(H.nodes[n] == d for n, d in G.nodes(data=True))
-    assert {(u, v): d for u, v, d in H.edges(data=True)} == {(u, v): d for u, v, d in G.edges(data=True)}
-    # a TraceGraph pickles as the DiGraph it stands for (a plain unpickler gives the DiGraph)
-    a, b = tmp_path / "a.gpickle", tmp_path / "b.gpickle"
-    save_gpickle(T, a)
-    save_gpickle(G, b)
-    A, B = load_gpickle(a, require_opgraph=True), load_gpickle(b, require_opgraph=True)
-    assert type(pickle.loads(a.read_bytes())) is nx.DiGraph
-    assert pickle.loads(pickle.dumps(T)).number_of_edges() == G.number_of_edges()  # plain pickle too
+def _same_nx(A: nx.DiGraph, B: nx.DiGraph) -> None:
+    assert list(A.nodes) == list(B.nodes)
     assert dict(A.nodes(data=True)) == dict(B.nodes(data=True))
     assert {(u, v): d for u, v, d in A.edges(data=True)} == {(u, v): d for u, v, d in B.edges(data=True)}
     assert A.graph.keys() == B.graph.keys()
-    assert arrays_of(T) is T.arrays
+
+
+def _plain_pickle(G: nx.DiGraph, path: Path) -> None:
+    """``G`` pickled the ordinary way (no column form), as a networkx graph that opgraph's
+    pickler could not reduce to columns is written."""
+    class Plain(pickle.Pickler):
+        def reducer_override(self, obj):
+            if type(obj) is nx.DiGraph:
+                return nx.DiGraph, (), {k: v for k, v in obj.__dict__.items() if k in DIGRAPH_STATE}
+            return GraphPickler.reducer_override(self, obj)
+    with open(path, "wb") as fh:
+        Plain(fh, protocol=5).dump(G)
+
+
+def test_builder_and_loaders_give_a_trace_graph(tmp_path: Path) -> None:
+    trace = opgraph.example_trace("gpu_bound", tmp_path)
+    T = load_any(trace)
+    assert isinstance(T, TraceGraph) and T._nx is None
+    assert isinstance(opgraph.load(trace), TraceGraph) and isinstance(opgraph.build(trace), TraceGraph)
+    for suffix in (".gpickle", ".json.gz", ".json"):
+        out = tmp_path / f"g{suffix}"
+        save_graph(T, out)
+        L = load_any(out)
+        assert isinstance(L, TraceGraph), suffix
+        assert_same_arrays(T.arrays, L.arrays)
+        _same_nx(T.to_networkx(), L.to_networkx())
+
+
+def test_networkx_view_round_trips(tmp_path: Path) -> None:
+    trace = opgraph.example_trace("gpu_bound", tmp_path)
+    T = load_any(trace)
+    H = T.to_networkx()
+    assert T.to_networkx() is H and {"cpu_op", "runtime", "kernel"} <= {d["kind"] for _, d in H.nodes(data=True)}
+    # the view back into columns: the same arrays, and the view kept
+    R = TraceGraph.of(H)
+    assert TraceGraph.of(T) is T and R.to_networkx() is H
+    assert_same_arrays(T.arrays, R.arrays)
+    assert R.number_of_nodes() == T.number_of_nodes() and R.number_of_edges() == T.number_of_edges()
+    # a TraceGraph pickles as the DiGraph it stands for (a plain unpickler gives the DiGraph)
+    a, b = tmp_path / "a.gpickle", tmp_path / "b.gpickle"
+    save_gpickle(T, a)
+    save_gpickle(H, b)
+    A, B = load_gpickle(a), load_gpickle(b)
+    assert_same_arrays(A.arrays, B.arrays)
+    _same_nx(A.to_networkx(), B.to_networkx())
+    assert type(pickle.loads(a.read_bytes())) is nx.DiGraph
+    assert pickle.loads(pickle.dumps(T)).number_of_edges() == T.number_of_edges()  # plain pickle too
     f = T.node_frame()
-    assert len(f) == G.number_of_nodes() and {"eid", "kind", "ts", "dur"} <= set(f.columns)
+    assert len(f) == T.number_of_nodes() and {"eid", "kind", "ts", "dur"} <= set(f.columns)
     e = T.edge_frame()
-    assert len(e) == G.number_of_edges() and set(e["kind"]) == {d["kind"] for *_, d in G.edges(data=True)}
-    R = TraceGraph.from_networkx(G)
-    assert R.to_networkx() is G and R.number_of_edges() == G.number_of_edges()
+    assert len(e) == T.number_of_edges() and set(e["kind"]) == {d["kind"] for *_, d in H.edges(data=True)}
     with pytest.raises(ValueError):
         TraceGraph.from_networkx(nx.path_graph(3, create_using=nx.DiGraph))
+    with pytest.raises(TypeError):
+        TraceGraph.of({"nodes": []})
 
 
-def test_commands_read_the_columns_and_print_the_same(tmp_path: Path) -> None:
-    """idle / critical-path / launch-stats / queue-length / overlap on a saved graph
-    print what the networkx graph's analyses give."""
-    from opgraph.predict.gains import path_document
+@pytest.mark.parametrize("scenario", ["gpu_bound", "cpu_bound", "two_stream_event_wait"])
+def test_api_takes_a_networkx_graph_into_columns(tmp_path: Path, scenario: str) -> None:
+    """A ``DiGraph`` given to the API is taken back into columns: the same answers."""
+    T = opgraph.load(opgraph.example_trace(scenario, tmp_path))
+    H = T.to_networkx()
+    for fn in (opgraph.idle, opgraph.critical_path, opgraph.launch_stats, opgraph.queue_length,
+               opgraph.kernel_stats, opgraph.summary):
+        a = json.dumps(fn(T).to_dict(), sort_keys=True, default=str)
+        b = json.dumps(fn(H).to_dict(), sort_keys=True, default=str)
+        assert a == b, (scenario, fn.__name__)
+    bad = H.copy()
+    next(iter(bad.nodes.values()))["extra"] = 1
+    with pytest.raises(ValueError, match="not in the shape opgraph builds"):
+        opgraph.idle(bad)
 
-    trace = opgraph.example_trace("cpu_bound", tmp_path)
-    g = tmp_path / "g.gpickle"
-    runner = CliRunner()
-    assert runner.invoke(main, ["build", str(trace), "-o", str(g)]).exit_code == 0
-    G = load_gpickle(g, require_opgraph=True)
-    for cmd, fn in (("idle", idle_time), ("critical-path", critical_path), ("launch-stats", launch_stats),
-                    ("queue", queue_length), ("overlap", comm_overlap)):
-        res = runner.invoke(main, [cmd, str(g), "--json"], catch_exceptions=False)
-        assert res.exit_code == 0, res.output
-        got = json.loads(res.output)
-        # critical-path prints the path document: the result's dict plus the run's gains
-        doc = path_document(G, fn(G)) if cmd == "critical-path" else fn(G).to_dict()
-        want = json.loads(json.dumps(doc, default=str))
-        if cmd == "idle":
-            got.pop("blame", None), want.pop("blame", None)  # --top trims the CLI's blame list
-        for k in want:
-            if k in got:
-                assert got[k] == want[k], (cmd, k)
+
+def test_graph_pickled_the_ordinary_way_loads_as_columns(tmp_path: Path) -> None:
+    """A ``.gpickle`` holding a plain ``DiGraph`` (no column form) loads as a TraceGraph
+    with the same answers; one that does not have opgraph's shape is one line."""
+    T = load_any(opgraph.example_trace("sync_every_op", tmp_path))
+    old = tmp_path / "old.gpickle"
+    _plain_pickle(T.to_networkx(), old)
+    L = load_gpickle(old)
+    assert isinstance(L, TraceGraph)
+    assert_same_arrays(T.arrays, L.arrays)
+    assert opgraph.critical_path(L).to_dict() == opgraph.critical_path(T).to_dict()
+    odd = T.to_networkx().copy()
+    next(iter(odd.nodes.values()))["extra"] = 1
+    _plain_pickle(odd, old)
+    res = CliRunner().invoke(main, ["idle", str(old)])
+    assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1 and str(old) in res.output
+    assert "not in the shape opgraph builds" in res.output
 
 
 # --------------------------------------------------------------------------- hostile payloads
 @pytest.fixture(scope="module")
 def payload(tmp_path_factory: pytest.TempPathFactory) -> dict:
     d = tmp_path_factory.mktemp("payload")
-    G = load_any(opgraph.example_trace("gpu_bound", d))
+    G = load_any(opgraph.example_trace("gpu_bound", d)).to_networkx()
     p = graph_to_payload(G)
     assert p is not None
     return p
@@ -344,7 +263,7 @@ def test_hostile_column_payload_is_one_line(tmp_path: Path, payload: dict, case:
     with open(path, "wb") as fh:
         GraphPickler(fh, protocol=5).dump(GraphPayload(p))
     with pytest.raises(OpgraphInputError, match=words):
-        load_gpickle(path, require_opgraph=True, model=True)
+        load_gpickle(path)
     for cmd in ("idle", "critical-path", "launch-stats"):
         res = CliRunner().invoke(main, [cmd, str(path)], catch_exceptions=False)
         lines = [ln for ln in res.output.splitlines() if ln.strip()]
@@ -390,30 +309,30 @@ def _job_dirs(tmp_path: Path) -> list[list[Path]]:
     return jobs + ([dlrm] if dlrm else [])
 
 
-def test_job_graph_columns_give_the_same_cross_rank_path_and_stragglers(tmp_path: Path) -> None:
-    """A job graph loaded as columns: the cross-rank critical path (every rank and a subset)
-    and the stragglers equal the networkx graph's, and nothing falls back to networkx."""
+def test_saved_job_graph_gives_the_built_one_answers(tmp_path: Path) -> None:
+    """A job graph saved and loaded again: the same columns, the same cross-rank critical
+    path (every rank and a subset), stragglers and info, with no networkx view made; the
+    commands print the same."""
     from opgraph.analysis.crossrank import crossrank_critical_path
+    from opgraph.analysis.info import trace_info
     from opgraph.analysis.stragglers import stragglers
 
     for files in _job_dirs(tmp_path):
         G = opgraph.load(files)
         out = tmp_path / "job.gpickle"
         save_gpickle(G, out)
-        T = load_gpickle(out, require_opgraph=True, model=True)
+        T = load_gpickle(out)
         assert isinstance(T, TraceGraph) and isinstance(T.graph.get("job"), dict)
-        assert_same_arrays(GraphArrays.from_graph(G), T.arrays)
+        assert_same_arrays(G.arrays, T.arrays)
         ranks = sorted(int(r["rank"]) for r in G.graph["job"]["ranks"])
         for sel in (None, ranks[:2]):
             a = json.dumps(crossrank_critical_path(G, sel).to_dict(), sort_keys=True, default=str)
             b = json.dumps(crossrank_critical_path(T, sel).to_dict(), sort_keys=True, default=str)
             assert a == b, (files[0].parent.name, sel)
         assert stragglers(G).to_dict() == stragglers(T).to_dict()
-        from opgraph.analysis.info import trace_info
         assert json.dumps(trace_info(G), sort_keys=True, default=str) == json.dumps(trace_info(T), sort_keys=True,
                                                                                    default=str)
-        assert T._nx is None
-        # and the commands that read the job as columns print the same
+        assert T._nx is None and G._nx is None
         for cmd in (["critical-path", str(out), "--json"], ["stragglers", str(out), "--json"]):
             res = CliRunner().invoke(main, cmd, catch_exceptions=False)
             assert res.exit_code == 0, res.output

@@ -7,7 +7,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from opgraph.graph.model import arrays_of
+
 from opgraph.graph.tree import climb_to_first, mark_ancestors, tree_depths, within
 from opgraph.ingest.table import HOST_KINDS
 from conftest import KINETO_DIR, ROOT, load_graph, requires_traces
@@ -29,7 +29,7 @@ def _walk_parent(G: nx.DiGraph, a, host_only: bool) -> np.ndarray:
 
 
 def _check(G: nx.DiGraph) -> None:
-    a = arrays_of(G)
+    a = G.arrays
     assert a.parent is a.parent  # stored once
     assert np.array_equal(a.parent, _walk_parent(G, a, False))
     assert np.array_equal(a.host_parent, _walk_parent(G, a, True))

@@ -65,7 +65,7 @@ def host_steps(tmp_path: Path) -> Path:
 
 def graph_and_arrays(path: Path) -> tuple[nx.DiGraph, GraphArrays]:
     G = load_any(path)
-    return G, GraphArrays.from_graph(G)
+    return G, G.arrays
 
 
 def lane_of(a: GraphArrays, name: str) -> int:
@@ -91,7 +91,7 @@ def test_profiler_step_host_ranges(tmp_path):
     # the same windows from the graph, its frame and its columns
     from opgraph.analysis.graph_frame import graph_frame
 
-    for src in (G, graph_frame(G), WindowColumns.from_graph(G)):
+    for src in (G, graph_frame(G), WindowColumns.from_arrays(G.arrays)):
         assert spans(select_windows(src)) == spans(w)
     # "all": one window over every node, following the launching thread
     whole = select_windows(a, "all")
@@ -244,7 +244,8 @@ def test_data_loader_windows_only_when_asked(tmp_path):
 
 
 def test_empty_graph():
-    G = nx.DiGraph()
+    e = np.empty(0, dtype=np.int64)
+    G = WindowColumns(np.empty(0, dtype=object), np.empty(0, dtype=object), e, e, e, e, e)
     assert select_windows(G).items == [] and select_windows(G, "all").items == []
     assert select_windows(G).mode == "all"
 
@@ -271,7 +272,7 @@ def steps_by_command(G: nx.DiGraph, path: Path | None = None) -> dict[str, list[
     out["iterations/breakdown/overheads/summary"] = list(zip(t["name"], t["ts"].tolist(), t["end"].tolist()))
     tab, _ = iteration_table(G)
     out["iterations table"] = list(zip(tab["name"], tab["cpu_start_ns"].tolist(), tab["cpu_end_ns"].tolist()))
-    w = select_windows(GraphArrays.from_graph(G))
+    w = select_windows(G.arrays)
     out["critical-path/predict/export (select_windows)"] = ([(x.name, x.start_ns, x.end_ns) for x in w]
                                                            if w.is_steps else [])
     nv = nvtx_summary(G)["iterations"]
@@ -388,7 +389,7 @@ def test_real_owlv2_launch_thread_is_not_the_waiting_thread():
     path = next((p for p in KINETO_FILES if p.name.startswith("tracelens_h100_owlv2_large")), None)
     if path is None:
         pytest.skip("tracelens_h100_owlv2_large not available")
-    a = GraphArrays.from_graph(load_graph(path))
+    a = (load_graph(path)).arrays
     waiting = {int(x) for x in a.lane[a.name == "threading.py(359): wait"]}
     assert waiting, "the trace has a thread waiting in threading.py(359): wait"
     lt = launch_thread(a)

@@ -31,7 +31,7 @@ from opgraph.analysis.display import TableResult, json_records
 from opgraph.analysis.graph_frame import GraphFrame, frame_of
 from opgraph.analysis.multistream import device_stats
 from opgraph.analysis.window import analysis_window
-from opgraph.graph.model import AnyGraph
+from opgraph.graph.model import TraceGraph
 from opgraph.intervals import union_intervals
 
 #: Columns of the ``windows`` table (µs and %), after ``device``.
@@ -73,14 +73,14 @@ class BusyWindows(TableResult):
                 "devices": json_records(self.tables()["windows"])}
 
 
-def busy_windows(G: AnyGraph | GraphFrame, step_regex: str | None = None,
+def busy_windows(G: TraceGraph | GraphFrame, step_regex: str | None = None,
                  data_markers: Iterable[str] | None = None) -> BusyWindows:
     """Per device: busy and idle over the GPU span and over the steps' window, and the
     lead-in and tail that reconcile them (module docstring).
 
     Parameters
     ----------
-    G : networkx.DiGraph, TraceGraph or GraphFrame
+    G : TraceGraph or GraphFrame
     step_regex, data_markers : as for ``opgraph summary`` (the steps' window).
 
     Returns
@@ -109,7 +109,7 @@ def busy_windows(G: AnyGraph | GraphFrame, step_regex: str | None = None,
     return BusyWindows(rows, w.steps.source, len(w.steps))
 
 
-def idle_with_windows(G: AnyGraph, kernel_wait_us: float = 30.0) -> Any:
+def idle_with_windows(G: TraceGraph, kernel_wait_us: float = 30.0) -> Any:
     """``opgraph idle``: :func:`opgraph.analysis.idle.idle_time` of ``G`` with the
     reconciling windows table attached (``to_dict()['windows']``; the report's idle section
     and every rank of a job get the same)."""

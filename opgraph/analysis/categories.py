@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from opgraph.graph.model import AnyGraph
+from opgraph.graph.model import TraceGraph
 from opgraph.graph.linking import COMM_KERNEL_PATTERN
 from opgraph.analysis.display import TableResult, json_records
 
@@ -103,7 +103,7 @@ class CategoryBreakdown(TableResult):
                 "gpu_us": float(self.activities["dur_ns"].sum()) / 1e3}
 
 
-def gpu_categories(G: AnyGraph, roofline_result: Any = None) -> CategoryBreakdown:
+def gpu_categories(G: TraceGraph, roofline_result: Any = None) -> CategoryBreakdown:
     """Type and category of every device activity of ``G`` (module docstring).
     ``roofline_result``: a precomputed :func:`opgraph.analysis.roofline.roofline` result."""
     from opgraph.analysis.roofline import roofline

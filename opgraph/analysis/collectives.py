@@ -35,7 +35,7 @@ import pandas as pd
 
 from opgraph.dtypes import DTYPE_TABLE
 from opgraph.graph.linking import COMM_KERNEL_PATTERN
-from opgraph.graph.model import AnyGraph, arrays_of, node_args
+from opgraph.graph.model import TraceGraph
 from opgraph.analysis.display import TableResult, json_records
 
 #: Bytes per element by lower-cased dtype name, as collective records write it (``Float``,
@@ -119,12 +119,12 @@ class CollectivesResult(TableResult):
         return {"summary": json_records(t["summary"]), "kernels": json_records(t["kernels"])}
 
 
-def collectives(G: AnyGraph) -> CollectivesResult:
-    """Every communication kernel of ``G`` (a ``DiGraph`` or a
-    :class:`~opgraph.graph.model.TraceGraph`) with its collective, message size and
+def collectives(G: TraceGraph) -> CollectivesResult:
+    """Every communication kernel of ``G`` (a :class:`~opgraph.graph.model.TraceGraph`)
+    with its collective, message size and
     algorithm and bus bandwidth (module docstring). Times in the table are µs, sizes bytes,
     bandwidths GB/s."""
-    a = arrays_of(G)
+    a = G.arrays
     rx = re.compile(COMM_KERNEL_PATTERN)
     kern = np.flatnonzero(a.kind == "kernel")
     comm = kern[a.names_match(rx)[kern]]   # the regex once per distinct name
@@ -136,14 +136,14 @@ def collectives(G: AnyGraph) -> CollectivesResult:
     eid = a.eid
     rows = []
     for p in comm.tolist():
-        rec, source = _record(node_args(G, [int(eid[p])])[0] or {}), "kernel"
+        rec, source = _record(G.node_args([int(eid[p])])[0] or {}), "kernel"
         if rec is None:
             source = "op"
             cur = int(launcher[p])
             for _ in range(64):  # up the nesting from the launch call
                 if cur < 0:
                     break
-                rec = _record(node_args(G, [int(eid[cur])])[0] or {})
+                rec = _record(G.node_args([int(eid[cur])])[0] or {})
                 if rec is not None:
                     break
                 cur = int(parent[cur])

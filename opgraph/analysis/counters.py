@@ -41,7 +41,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from opgraph.graph.model import AnyGraph, arrays_of
+from opgraph.graph.model import TraceGraph
 from opgraph.analysis.display import TableResult, json_value
 
 #: Category of the CUPTI range-profiler events.
@@ -156,9 +156,9 @@ def _counter_frame(args: pd.Series) -> pd.DataFrame:
     return pd.DataFrame(keep, index=args.index)
 
 
-def _nest_parent(G: AnyGraph) -> tuple[dict[int, int], np.ndarray, np.ndarray, np.ndarray]:
+def _nest_parent(G: TraceGraph) -> tuple[dict[int, int], np.ndarray, np.ndarray, np.ndarray]:
     """(position of each node key, nest parent position (-1: none), kind, name) per node."""
-    a = arrays_of(G)
+    a = G.arrays
     return a.pos_of, a.parent, a.kind, a.name
 
 
@@ -187,7 +187,7 @@ def _op_stacks(start: np.ndarray, parent: np.ndarray, kind: np.ndarray, name: np
     return innermost, stacks
 
 
-def cupti_counters(G: AnyGraph) -> CuptiCounters:
+def cupti_counters(G: TraceGraph) -> CuptiCounters:
     """CUPTI range-profiler counters per range with the op that launched it, and their mean
     per op (module docstring). A graph without ``cuda_profiler_range`` events (or without
     its events table) gives empty tables."""

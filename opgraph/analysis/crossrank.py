@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from opgraph.graph.arrays import GraphArrays, key_positions
-from opgraph.graph.model import AnyGraph, arrays_of, as_networkx
+from opgraph.graph.model import TraceGraph
 from opgraph.analysis.critical_path.model import CATEGORIES
 from opgraph.analysis.critical_path.engine import BoundaryDAG, ExtraEdges, boundary_dag, segment_columns, walk_back
 from opgraph.analysis.critical_path.result import PathSegment, SegmentTable, WindowPath, breakdown_frame, path_frame, summarize_windows
@@ -170,12 +170,12 @@ class CrossRankResult(TableResult):
                 "windows": [w.to_dict(with_path) for w in self.steps]}
 
 
-def node_ranks(G: AnyGraph, a: GraphArrays) -> np.ndarray:
+def node_ranks(G: TraceGraph, a: GraphArrays) -> np.ndarray:
     """The ``rank`` of every node position (int64; 0 where absent)."""
     r = getattr(a, "rank", None)
     if r is not None and len(r) == a.n:
         return np.asarray(r, dtype=np.int64)
-    nodes = as_networkx(G)._node
+    nodes = G.to_networkx()._node
     return np.fromiter((nodes[e].get("rank", 0) for e in a.eid.tolist()), dtype=np.int64, count=a.n)
 
 
@@ -207,20 +207,17 @@ def _step_table(job: dict[str, Any], a: GraphArrays, rank_of: np.ndarray, ranks:
     return pd.concat(rows, ignore_index=True).sort_values(["step", "rank"], kind="stable").reset_index(drop=True)
 
 
-def crossrank_critical_path(G: AnyGraph, ranks: Sequence[int] | None = None,
-                            arr: GraphArrays | None = None) -> CrossRankResult:
+def crossrank_critical_path(G: TraceGraph, ranks: Sequence[int] | None = None) -> CrossRankResult:
     """Cross-rank critical path of every step of a job graph (see the module doc).
 
     Parameters
     ----------
-    G : networkx.DiGraph or TraceGraph
+    G : TraceGraph
         A job graph (``opgraph build DIR``): nodes carry ``rank``, ``G.graph["job"]`` holds
         the collective table and steps (docs/multirank.md).
     ranks : sequence of int, optional
         Restrict the analysis to these ranks (default: every rank kept in full). Collective
         edges to other ranks are dropped; waits for them become ``gpu_comm_wait``.
-    arr : GraphArrays, optional
-        Precomputed arrays of ``G``.
 
     Returns
     -------
@@ -238,7 +235,7 @@ def crossrank_critical_path(G: AnyGraph, ranks: Sequence[int] | None = None,
     all_ranks = sorted(info)
     full, summarised, notes = select_ranks(ranks, all_ranks, [r for r in all_ranks if info[r].get("full", True)])
 
-    a = arr if arr is not None else arrays_of(G)
+    a = G.arrays
     rank_of = node_ranks(G, a)
     keep = np.zeros(max(all_ranks + [int(rank_of.max()) if a.n else 0]) + 1, dtype=bool)
     keep[full] = True

@@ -52,7 +52,7 @@ from opgraph.analysis.crossrank import (COLLECTIVE_PRIO, CrossRankResult, StepPa
 from opgraph.analysis.stragglers import kernel_waits
 from opgraph.gc_pause import gc_paused
 from opgraph.graph.arrays import key_positions
-from opgraph.graph.model import TraceGraph, arrays_of
+from opgraph.graph.model import TraceGraph
 from opgraph.multirank.executor import run
 from opgraph.multirank.identity import check_ranks, discover
 from opgraph.multirank.job import matched_collectives
@@ -89,11 +89,7 @@ def _rank_graph(path: str, graph_file: str | None) -> TraceGraph:
     from the trace again (the build is deterministic)."""
     from opgraph.graph.io import load_any
 
-    if graph_file is not None and os.path.exists(graph_file):
-        G = load_any(graph_file, model=True)
-    else:
-        G = load_any(path, model=True)
-    return G if isinstance(G, TraceGraph) else TraceGraph.from_networkx(G)
+    return load_any(graph_file if graph_file is not None and os.path.exists(graph_file) else path)
 
 
 def rank_windows(d: BoundaryDAG, steps: pd.DataFrame) -> pd.DataFrame:
@@ -137,7 +133,7 @@ def rank_path_tables(path: str, graph_file: str | None) -> RankPathTables:
 
     with gc_paused():
         res, tg = rank_with_graph(path)
-        a = arrays_of(tg)
+        a = tg.arrays
         d = boundary_dag(tg, a)
         pos = key_positions(a.eid, res.collectives["node"].to_numpy(np.int64))
         b = 2 * pos + 1
@@ -176,7 +172,7 @@ def rank_chains(path: str, graph_file: str | None, entries: np.ndarray, bounds: 
     worker's ``peak_rss_bytes``."""
     with gc_paused():
         tg = _rank_graph(path, graph_file)
-        d = boundary_dag(tg, arrays_of(tg))
+        d = boundary_dag(tg, tg.arrays)
         t, cpred = d.t, d.cpred
         nb = len(t)
         is_exit = np.zeros(nb, dtype=bool)
@@ -233,7 +229,7 @@ def rank_segments(path: str, graph_file: str | None, pieces: np.ndarray, foreign
     Returns the segments of each piece and this worker's peak RSS (bytes)."""
     with gc_paused():
         tg = _rank_graph(path, graph_file)
-        a = arrays_of(tg)
+        a = tg.arrays
         d = boundary_dag(tg, a)
         ne = len(d.src)
         exits = {x: f[0] for x, f in foreign.items()}

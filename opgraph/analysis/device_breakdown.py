@@ -17,7 +17,7 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from opgraph.graph.model import AnyGraph
+from opgraph.graph.model import TraceGraph
 from opgraph.analysis.breakdown_tree import OTHERS, UNACCOUNTED, doc_source, tree_entry
 from opgraph.analysis.graph_frame import GraphFrame, frame_of
 from opgraph.analysis.host_breakdown import HostBreakdown, host_breakdown
@@ -56,7 +56,7 @@ class DeviceBreakdown:
     devices: pd.DataFrame
 
 
-def device_breakdown(G: AnyGraph | GraphFrame, window: AnalysisWindow | None = None, step_regex: str | None = None,
+def device_breakdown(G: TraceGraph | GraphFrame, window: AnalysisWindow | None = None, step_regex: str | None = None,
                      data_markers: Iterable[str] | None = None,
                      module_markers: Iterable[str] = DEFAULT_MODULE_MARKERS,
                      short_names: bool = True, include_python: bool = False) -> DeviceBreakdown:
@@ -64,7 +64,7 @@ def device_breakdown(G: AnyGraph | GraphFrame, window: AnalysisWindow | None = N
 
     Parameters
     ----------
-    G : networkx.DiGraph or GraphFrame
+    G : TraceGraph or GraphFrame
     window : AnalysisWindow, optional
     step_regex, data_markers : optional
         See :func:`~opgraph.analysis.steps.find_iterations`.

@@ -15,7 +15,7 @@ import orjson
 import pandas as pd
 
 from opgraph.exact_json import exact_default
-from opgraph.graph.model import AnyGraph
+from opgraph.graph.model import TraceGraph
 from opgraph.names import HEX_RE, NAME_LEVELS, normalize_kernel_name
 from opgraph.analysis.roofline import RooflineResult, TraceColumns, isin_obj, roofline
 from opgraph.analysis.roofline.columns import columns_of
@@ -211,7 +211,7 @@ def compare_tables(a: pd.DataFrame, b: pd.DataFrame, specs: list[_Spec], key_nam
     return [rows[i] for i in order], counts
 
 
-def _steps(G: AnyGraph) -> dict[str, Any] | None:
+def _steps(G: TraceGraph) -> dict[str, Any] | None:
     """Step-time statistics over the steps of the one selector (µs); None without steps."""
     from opgraph.analysis.info import find_steps
 
@@ -223,7 +223,7 @@ def _steps(G: AnyGraph) -> dict[str, Any] | None:
             "total_us": float(d.sum()) / 1e3}
 
 
-def _cp(G: AnyGraph) -> dict[str, Any]:
+def _cp(G: TraceGraph) -> dict[str, Any]:
     from opgraph.analysis.critical_path.path import critical_path
 
     sm = critical_path(G).summary()
@@ -233,7 +233,7 @@ def _cp(G: AnyGraph) -> dict[str, Any]:
             "breakdown_pct": dict(sm["breakdown_pct"])}
 
 
-def _side_info(G: AnyGraph, res: RooflineResult) -> dict[str, Any]:
+def _side_info(G: TraceGraph, res: RooflineResult) -> dict[str, Any]:
     k = res.kernels
     kern = k[k["kind"] == "kernel"]
     return {
@@ -246,11 +246,10 @@ def _side_info(G: AnyGraph, res: RooflineResult) -> dict[str, Any]:
     }
 
 
-def diff_graphs(Ga: AnyGraph, Gb: AnyGraph, *, name_level: str = "default", include_same: bool = False,
+def diff_graphs(Ga: TraceGraph, Gb: TraceGraph, *, name_level: str = "default", include_same: bool = False,
                 dtype: str | None = None, with_critical_path: bool = True) -> dict[str, Any]:
     """The ``opgraph diff --json`` document (schemas/diff.schema.json): ``b`` compared with
-    ``a`` (deltas are b − a); each a ``DiGraph`` or a
-    :class:`~opgraph.graph.model.TraceGraph`."""
+    ``a`` (deltas are b − a); each a :class:`~opgraph.graph.model.TraceGraph`."""
     if name_level not in NAME_LEVELS:
         raise ValueError(f"unknown name level {name_level!r}; use one of {', '.join(NAME_LEVELS)}")
     ca, cb = columns_of(Ga), columns_of(Gb)

@@ -8,14 +8,12 @@ Most analyses read the graph through this view. Times are integer ns (``ts``, ``
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from operator import itemgetter
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from opgraph.analysis.kind_codes import K_KERNEL, K_MEMSET, K_OTHER, K_RUNTIME, KIND_CODES, KIND_NAMES
-from opgraph.graph.arrays import key_positions
-from opgraph.graph.model import AnyGraph, TraceGraph, node_args
+from opgraph.graph.model import TraceGraph
 from opgraph.graph.windows import WindowColumns, thread_lanes
 
 __all__ = ["GraphFrame", "graph_frame", "frame_of"]
@@ -48,7 +46,7 @@ class GraphFrame:
         edge), else -1.
     """
 
-    G: AnyGraph
+    G: TraceGraph
     node: np.ndarray
     kind: np.ndarray
     name: np.ndarray
@@ -111,7 +109,7 @@ class GraphFrame:
         """The ``args`` of the nodes at positions ``pos`` (as stored: a dict, or None when
         absent). A :class:`~opgraph.graph.model.TraceGraph` keeps them in its event table
         (a node's args are its event's)."""
-        return node_args(self.G, self.node[pos])
+        return self.G.node_args(self.node[pos])
 
     def by_depth(self, mask: np.ndarray | None = None) -> list[np.ndarray]:
         """Positions grouped by depth, shallowest first (optionally only where ``mask``)."""
@@ -151,75 +149,12 @@ def _frame_of_columns(T: TraceGraph) -> GraphFrame:
                       cols["correlation"], cols["external_id"], parent, launcher)
 
 
-def graph_frame(G: AnyGraph) -> GraphFrame:
-    """Column view of a trace graph (see :class:`GraphFrame`).
-
-    One pass over the node attribute dicts and one over the edges (``nest`` and
-    ``launch``); about 1 s for 700k nodes.
-
-    Parameters
-    ----------
-    G : networkx.DiGraph
-        A graph with the node attributes and edge kinds of docs/model.md. Missing
-        ``device``/``stream``/``correlation``/``external_id`` attributes read as -1.
-
-    Returns
-    -------
-    GraphFrame
-    """
-    if isinstance(G, TraceGraph):
-        return _frame_of_columns(G)
-    nodes = G._node
-    n = len(nodes)
-    ids = np.fromiter(nodes.keys(), dtype=np.int64, count=n) if n else np.empty(0, np.int64)
-    try:
-        cols = list(zip(*map(itemgetter("kind", "name", "ts", "dur", "pid", "tid", "device", "stream",
-                                        "correlation", "external_id"), nodes.values())))
-    except KeyError:
-        get = [lambda d, k=k, dflt=dflt: d.get(k, dflt) for k, dflt in (
-            ("kind", "other"), ("name", ""), ("ts", 0), ("dur", 0), ("pid", None), ("tid", None),
-            ("device", -1), ("stream", -1), ("correlation", -1), ("external_id", -1))]
-        cols = [[g(d) for d in nodes.values()] for g in get]
-    if not n:
-        cols = [[] for _ in range(10)]
-    kind = np.fromiter((KIND_CODES.get(k, K_OTHER) for k in cols[0]), dtype=np.int8, count=n)
-    name = np.array([s if isinstance(s, str) else ("" if s is None else str(s)) for s in cols[1]], dtype=object)
-    ts = np.array(cols[2], dtype=np.int64)
-    dur = np.maximum(np.array(cols[3], dtype=np.int64), 0)
-    pid = np.array(cols[4], dtype=object)
-    tid = np.array(cols[5], dtype=object)
-
-    def ints(c: Sequence[Any]) -> np.ndarray:
-        try:
-            return np.array(c, dtype=np.int64)
-        except (TypeError, ValueError):
-            return np.array([v if isinstance(v, (int, np.integer)) else -1 for v in c], dtype=np.int64)
-
-    device, stream, corr, ext = (ints(c) for c in cols[6:10])
-    lane = thread_lanes(pid, tid)
-    n_src: list[int] = []
-    n_dst: list[int] = []
-    l_src: list[int] = []
-    l_dst: list[int] = []
-    for u, nbrs in G._succ.items():
-        for v, d in nbrs.items():
-            k = d.get("kind")
-            if k == "nest":
-                n_src.append(u)
-                n_dst.append(v)
-            elif k == "launch":
-                l_src.append(u)
-                l_dst.append(v)
-    parent = np.full(n, -1, dtype=np.int64)
-    if n_src:
-        parent[key_positions(ids, n_dst)] = key_positions(ids, n_src)
-    launcher = np.full(n, -1, dtype=np.int64)
-    if l_src:
-        launcher[key_positions(ids, l_dst)] = key_positions(ids, l_src)
-    return GraphFrame(G, ids, kind, name, ts, dur, ts + dur, lane, pid, tid, device, stream, corr, ext,
-                      parent, launcher)
+def graph_frame(G: TraceGraph) -> GraphFrame:
+    """Column view of a trace graph (see :class:`GraphFrame`), from its columns (no node
+    dicts); parent and launcher from :class:`~opgraph.graph.arrays.GraphArrays`."""
+    return _frame_of_columns(G)
 
 
-def frame_of(G_or_frame: AnyGraph | GraphFrame) -> GraphFrame:
+def frame_of(G_or_frame: TraceGraph | GraphFrame) -> GraphFrame:
     """Accept a graph or an already-built frame."""
     return G_or_frame if isinstance(G_or_frame, GraphFrame) else graph_frame(G_or_frame)

@@ -21,7 +21,7 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from opgraph.graph.model import AnyGraph
+from opgraph.graph.model import TraceGraph
 from opgraph.analysis.breakdown_tree import OTHERS, UNACCOUNTED, doc_source, tree_entry
 from opgraph.analysis.graph_frame import GraphFrame, frame_of
 from opgraph.analysis.kind_codes import K_CPU_OP
@@ -82,13 +82,13 @@ class HostBreakdown:
     parent: np.ndarray
 
 
-def host_breakdown(G: AnyGraph | GraphFrame, window: AnalysisWindow | None = None, step_regex: str | None = None,
+def host_breakdown(G: TraceGraph | GraphFrame, window: AnalysisWindow | None = None, step_regex: str | None = None,
                    data_markers: Iterable[str] | None = None, include_python: bool = False) -> HostBreakdown:
     """Aggregate the CPU hierarchy by name path, per thread, over all occurrences.
 
     Parameters
     ----------
-    G : networkx.DiGraph or GraphFrame
+    G : TraceGraph or GraphFrame
     window : AnalysisWindow, optional
         Default :func:`~opgraph.analysis.window.analysis_window` with ``step_regex``
         and ``data_markers``.

@@ -40,7 +40,7 @@ import pandas as pd
 
 from opgraph.intervals import union_gaps
 from opgraph.graph.arrays import GraphArrays
-from opgraph.graph.model import AnyGraph, arrays_of
+from opgraph.graph.model import TraceGraph
 from opgraph.analysis.display import TableResult
 from opgraph.graph.linking import DEVICE_SYNC_RE, EVENT_SYNC_RE, STREAM_SYNC_RE
 from opgraph.graph.streams import LATE_START_NS
@@ -427,12 +427,12 @@ def _bounded_times(a: GraphArrays) -> GraphArrays:
     return dataclasses.replace(a, ts=t, end=e)
 
 
-def idle_time(G: AnyGraph, kernel_wait_us: float = 30.0, arr: GraphArrays | None = None) -> IdleResult:
+def idle_time(G: TraceGraph, kernel_wait_us: float = 30.0) -> IdleResult:
     """GPU idle time per device and stream, split by cause, and the blame of its CPU-induced part.
 
     Parameters
     ----------
-    G : networkx.DiGraph or TraceGraph
+    G : TraceGraph
         A graph built by :func:`opgraph.graph.build_graph`.
     kernel_wait_us : float
         Per-stream gaps shorter than this (µs) that are not host waits count as
@@ -444,7 +444,7 @@ def idle_time(G: AnyGraph, kernel_wait_us: float = 30.0, arr: GraphArrays | None
         Times in ns (``to_dict`` gives µs). Per device and per stream, the causes
         (:data:`CAUSES`) sum to the idle time.
     """
-    a = _bounded_times(arr if arr is not None else arrays_of(G))
+    a = _bounded_times(G.arrays)
     act = np.flatnonzero(a.is_activity)
     ls, ld = a.out_edges("launch")
     launch_ts = np.full(a.n, np.iinfo(np.int64).min, dtype=np.int64)

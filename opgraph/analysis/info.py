@@ -5,15 +5,14 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-import networkx as nx
 import pandas as pd
 
-from opgraph.graph.model import AnyGraph, TraceGraph
+from opgraph.graph.model import TraceGraph
 from opgraph.graph.windows import select_windows
 from opgraph.ingest.table import DEVICE_ACTIVITY_KINDS
 
 
-def find_steps(G: nx.DiGraph, step_regex: str | None = None) -> pd.DataFrame:
+def find_steps(G: TraceGraph, step_regex: str | None = None) -> pd.DataFrame:
     """The steps of :func:`opgraph.graph.windows.select_windows` as a table:
     ``ProfilerStep#N`` host ranges (one per N), else ``ProfilerStep#N`` GPU annotations,
     else NVTX ``Iteration N`` ranges; with ``step_regex``, the host ranges (else GPU
@@ -40,17 +39,15 @@ def thread_names(ev: pd.DataFrame) -> dict[tuple[Any, Any], str]:
 _NODE_COLUMNS = ["kind", "name", "ts", "dur", "pid", "tid", "device", "stream"]
 
 
-def _node_table(G: AnyGraph) -> pd.DataFrame:
+def _node_table(G: TraceGraph) -> pd.DataFrame:
     """The nodes' ``kind, name, ts, dur, pid, tid, device, stream`` indexed by node id (from
-    the columns of a :class:`~opgraph.graph.model.TraceGraph`, values as Python objects so
-    that the dtypes are inferred as from node dicts)."""
-    if isinstance(G, TraceGraph):
-        return pd.DataFrame({k: G.column(k).tolist() for k in _NODE_COLUMNS}, index=G.node_ids.tolist(),
-                            columns=_NODE_COLUMNS)
-    return pd.DataFrame.from_dict(dict(G.nodes(data=True)), orient="index", columns=_NODE_COLUMNS)
+    the columns of ``G``, values as Python objects so that the dtypes are inferred as from
+    node dicts)."""
+    return pd.DataFrame({k: G.column(k).tolist() for k in _NODE_COLUMNS}, index=G.node_ids.tolist(),
+                        columns=_NODE_COLUMNS)
 
 
-def trace_info(G: AnyGraph) -> dict[str, Any]:
+def trace_info(G: TraceGraph) -> dict[str, Any]:
     """Everything ``opgraph info`` shows, as JSON-ready data (times in µs)."""
     from opgraph.graph import graph_summary
 
@@ -104,7 +101,7 @@ def trace_info(G: AnyGraph) -> dict[str, Any]:
     }
 
 
-def _graph_replay_section(G: nx.DiGraph) -> dict[str, Any]:
+def _graph_replay_section(G: TraceGraph) -> dict[str, Any]:
     """``graph_replay``: the counts of ``G.graph['graph_replay']`` (docs/graph-replay.md),
     without the per-activity map; absent when the trace replays no CUDA/HIP graph."""
     doc = G.graph.get("graph_replay")
@@ -117,17 +114,13 @@ def _graph_replay_section(G: nx.DiGraph) -> dict[str, Any]:
     return {"graph_replay": out}
 
 
-def inferred_dependencies(G: AnyGraph) -> list[dict[str, Any]]:
+def inferred_dependencies(G: TraceGraph) -> list[dict[str, Any]]:
     """The dependency kinds the graph builder inferred (edges with ``inferred=True``), one row
     per edge kind and evidence: ``{"kind", "evidence", "count"}`` (docs/model.md, "Inferred
     edges"), most frequent first."""
     acc: dict[tuple[str, str], int] = {}
-    if isinstance(G, TraceGraph):   # only edges with more than a kind can be inferred
-        kinds = G.edge_kinds()
-        edata = ({**d, "kind": kinds[j]} for j, d in G.payload["edge_extra"].items())
-    else:
-        edata = (d for _u, _v, d in G.edges(data=True))
-    for d in edata:
+    kinds = G.edge_kinds()   # only edges with more than a kind can be inferred
+    for d in ({**d, "kind": kinds[j]} for j, d in G.payload["edge_extra"].items()):
         if d.get("inferred"):
             ev = d.get("evidence") or d.get("sync_kind") or d.get("cat") or ""
             key = (str(d.get("kind")), str(ev))
@@ -135,7 +128,7 @@ def inferred_dependencies(G: AnyGraph) -> list[dict[str, Any]]:
     return [{"kind": k, "evidence": e, "count": c} for (k, e), c in sorted(acc.items(), key=lambda kv: (-kv[1], kv[0]))]
 
 
-def _job_section(G: nx.DiGraph) -> dict[str, Any]:
+def _job_section(G: TraceGraph) -> dict[str, Any]:
     """``{"job": ...}`` for a multi-rank job graph (docs/multirank.md), else empty."""
     job = G.graph.get("job")
     if not isinstance(job, dict):

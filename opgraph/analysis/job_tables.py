@@ -36,7 +36,7 @@ from opgraph.analysis.collectives import BUSBW_FACTOR, collectives
 from opgraph.analysis.display import TableResult, json_records
 from opgraph.analysis.stragglers import kernel_waits, per_collective
 from opgraph.gc_pause import gc_paused
-from opgraph.graph.model import AnyGraph
+from opgraph.graph.model import TraceGraph
 from opgraph.multirank.executor import run
 from opgraph.multirank.identity import check_ranks, discover
 from opgraph.multirank.job import matched_collectives
@@ -48,17 +48,17 @@ COLUMNS: tuple[str, ...] = ("coll_id", "collective", "ranks", "group_size", "dty
                             "size_mismatch")
 
 
-def full_ranks(G: AnyGraph) -> list[int]:
+def full_ranks(G: TraceGraph) -> list[int]:
     """The ranks of a job graph kept in full (their graphs can be analysed)."""
     return [int(r["rank"]) for r in G.graph["job"]["ranks"] if r.get("full")]
 
 
 #: ``rank_graph(G, r)``: rank ``r`` of a job graph as a single-rank graph on its own clock
 #: (:func:`opgraph.multirank.rank_subgraph`, passed in by the caller).
-RankGraph = Callable[[AnyGraph, int], AnyGraph]
+RankGraph = Callable[[TraceGraph, int], TraceGraph]
 
 
-def per_rank(G: AnyGraph, analysis: Callable[[AnyGraph], TableResult], rank_graph: RankGraph
+def per_rank(G: TraceGraph, analysis: Callable[[TraceGraph], TableResult], rank_graph: RankGraph
              ) -> tuple[dict[str, pd.DataFrame], dict[int, TableResult]]:
     """``analysis`` on each rank kept in full (``rank_graph`` gives a rank's graph): its
     tables stacked with a leading ``rank`` column (the rank's own clock, as ``--rank N``
@@ -93,7 +93,7 @@ class JobCollectives(TableResult):
         return {"collectives": json_records(self.collectives), "ranks": json_records(self.ranks)}
 
 
-def collective_records(G: AnyGraph, rank: int, node_offset: int = 0) -> pd.DataFrame:
+def collective_records(G: TraceGraph, rank: int, node_offset: int = 0) -> pd.DataFrame:
     """The collective records of one rank's graph (:func:`opgraph.analysis.collectives.
     collectives`): ``rank``, ``node`` (its event id plus ``node_offset``), ``collective``,
     ``group_size``, ``dtype``, ``message_bytes`` (bytes)."""
@@ -104,7 +104,7 @@ def collective_records(G: AnyGraph, rank: int, node_offset: int = 0) -> pd.DataF
                          "dtype": k["dtype"].to_numpy(object), "message_bytes": k["message_bytes"].to_numpy(object)})
 
 
-def job_collectives(G: AnyGraph, rank_graph: RankGraph) -> JobCollectives:
+def job_collectives(G: TraceGraph, rank_graph: RankGraph) -> JobCollectives:
     """Collectives matched across the ranks of a job graph (module docstring); ``rank_graph``
     gives a rank's own graph (for its collective records)."""
     job = G.graph["job"]

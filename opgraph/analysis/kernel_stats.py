@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from opgraph.graph.model import AnyGraph
+from opgraph.graph.model import TraceGraph
 from opgraph.analysis.display import TableResult, json_records
 from opgraph.analysis.kind_codes import K_KERNEL
 from opgraph.analysis.graph_frame import frame_of
@@ -109,12 +109,12 @@ class KernelStats(TableResult):
         return {"summary": dict(self.summary_), "kernels": json_records(self.kernels, top)}
 
 
-def kernel_stats(G: AnyGraph) -> KernelStats:
+def kernel_stats(G: TraceGraph) -> KernelStats:
     """Per-kernel-name launch statistics of ``G`` (module docstring).
 
     Parameters
     ----------
-    G : networkx.DiGraph
+    G : TraceGraph
         A trace graph; kernels are its ``kernel`` nodes, their args the event table's.
 
     Returns

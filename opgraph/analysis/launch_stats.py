@@ -28,8 +28,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from opgraph.graph.arrays import GraphArrays
-from opgraph.graph.model import AnyGraph, arrays_of
+from opgraph.graph.model import TraceGraph
 from opgraph.analysis.display import TableResult, json_records
 
 #: Lower edges (µs) of the kernel-duration histogram; the last bin is open.
@@ -112,11 +111,10 @@ class LaunchStats(TableResult):
                 "latency_outliers": json_records(t["latency_outliers"], top)}
 
 
-def launch_stats(G: AnyGraph, call_cutoff_us: float = 50.0, latency_cutoff_us: float = 100.0,
-                 arr: GraphArrays | None = None) -> LaunchStats:
+def launch_stats(G: TraceGraph, call_cutoff_us: float = 50.0, latency_cutoff_us: float = 100.0) -> LaunchStats:
     """Launch call time, launch delay (queued vs latency), outliers and short kernels of
     every launched device activity of ``G`` (module docstring)."""
-    a = arr if arr is not None else arrays_of(G)
+    a = G.arrays
     ls, ld = a.out_edges("launch")
     keep = a.is_activity[ld]
     ls, ld = ls[keep], ld[keep]

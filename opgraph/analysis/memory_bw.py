@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from opgraph.graph.model import AnyGraph, TraceGraph
+from opgraph.graph.model import TraceGraph
 from opgraph.analysis.display import TableResult, json_records
 
 #: Columns of the per-kind table (``tables()["by_kind"]``, µs and GB/s).
@@ -78,24 +78,20 @@ class MemoryBandwidth(TableResult):
                 "bytes": int(self.copies["bytes"].fillna(0).sum()) if len(self.copies) else 0}
 
 
-def _copies(G: AnyGraph) -> list[tuple[int, int, int, Any, int, int, Any]]:
+def _copies(G: TraceGraph) -> list[tuple[int, int, int, Any, int, int, Any]]:
     """(eid, device, stream, name, ts, dur, args) of every memcpy / memset node, in node
-    order; from the columns of a :class:`~opgraph.graph.model.TraceGraph` (args from its
-    event table), else from the node attributes."""
-    if isinstance(G, TraceGraph):
-        a = G.arrays
-        pos = np.flatnonzero(np.isin(a.kind, ("memcpy", "memset")))
-        ev = G.graph.get("events")
-        eids = a.eid[pos]
-        args = (ev["args"].to_numpy(dtype=object)[eids].tolist() if isinstance(ev, pd.DataFrame) and "args" in ev
-                else [None] * len(pos))
-        return list(zip(eids.tolist(), a.device[pos].tolist(), a.stream[pos].tolist(), a.name[pos].tolist(),
-                        a.ts[pos].tolist(), (a.end - a.ts)[pos].tolist(), args))
-    return [(eid, int(d.get("device", -1)), int(d.get("stream", -1)), d.get("name"), int(d["ts"]), int(d["dur"]),
-             d.get("args")) for eid, d in G.nodes(data=True) if d.get("kind") in ("memcpy", "memset")]
+    order; from the columns of ``G`` (args from its event table)."""
+    a = G.arrays
+    pos = np.flatnonzero(np.isin(a.kind, ("memcpy", "memset")))
+    ev = G.graph.get("events")
+    eids = a.eid[pos]
+    args = (ev["args"].to_numpy(dtype=object)[eids].tolist() if isinstance(ev, pd.DataFrame) and "args" in ev
+            else [None] * len(pos))
+    return list(zip(eids.tolist(), a.device[pos].tolist(), a.stream[pos].tolist(), a.name[pos].tolist(),
+                    a.ts[pos].tolist(), (a.end - a.ts)[pos].tolist(), args))
 
 
-def memory_bandwidth(G: AnyGraph) -> MemoryBandwidth:
+def memory_bandwidth(G: TraceGraph) -> MemoryBandwidth:
     """Bytes, time and bandwidth of every memcpy / memset of ``G`` (module docstring)."""
     rows = []
     for eid, dev, stream, name, ts, dur, args in _copies(G):

@@ -41,7 +41,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from opgraph.graph.model import AnyGraph
+from opgraph.graph.model import TraceGraph
 from opgraph.analysis.device_breakdown import OUTSIDE_OPS
 from opgraph.analysis.display import TableResult, json_records
 from opgraph.analysis.graph_frame import GraphFrame, graph_frame
@@ -375,7 +375,7 @@ def _nullable(v: np.ndarray, ok: np.ndarray) -> pd.Series:
     return pd.Series(pd.array(np.where(ok, v, 0), dtype="Int64")).mask(~ok)
 
 
-def memory_timeline(G: AnyGraph, window: str | None = None) -> MemoryTimeline:
+def memory_timeline(G: TraceGraph, window: str | None = None) -> MemoryTimeline:
     """Allocated / reserved memory over time per device, peaks per step and over the trace,
     and the ops that allocate (module docstring). ``window``: the steps (``None``: the
     ``ProfilerStep`` windows), ``"all"`` or a regex (:func:`~opgraph.graph.windows.select_windows`)."""

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from opgraph.graph.model import AnyGraph
+from opgraph.graph.model import TraceGraph
 from opgraph.analysis.graph_frame import GraphFrame, frame_of
 from opgraph.analysis.window import AnalysisWindow, analysis_window
 from opgraph.intervals import overlap_sweep, union_length_by
@@ -75,12 +75,12 @@ def _clip(f: GraphFrame, idx: np.ndarray, w0: int, w1: int) -> tuple[np.ndarray,
     return a, np.maximum(a, b)
 
 
-def stream_stats(G: AnyGraph | GraphFrame, window: AnalysisWindow | tuple[int, int] | None = None) -> pd.DataFrame:
+def stream_stats(G: TraceGraph | GraphFrame, window: AnalysisWindow | tuple[int, int] | None = None) -> pd.DataFrame:
     """Per (device, stream) activity inside a window.
 
     Parameters
     ----------
-    G : networkx.DiGraph or GraphFrame
+    G : TraceGraph or GraphFrame
     window : AnalysisWindow or (start_ns, end_ns), optional
         Default: :func:`~opgraph.analysis.window.analysis_window` (the steps' span).
 
@@ -122,7 +122,7 @@ def _window_bounds(f: GraphFrame, window: AnalysisWindow | tuple[int, int] | Non
     return int(window[0]), int(window[1])
 
 
-def device_stats(G: AnyGraph | GraphFrame, window: AnalysisWindow | tuple[int, int] | None = None) -> pd.DataFrame:
+def device_stats(G: TraceGraph | GraphFrame, window: AnalysisWindow | tuple[int, int] | None = None) -> pd.DataFrame:
     """Per device: union busy time, Σ per-stream active, overlap and idle in a window.
 
     Returns

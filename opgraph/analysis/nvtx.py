@@ -22,17 +22,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from opgraph.graph.model import AnyGraph, arrays_of
+from opgraph.graph.model import TraceGraph
 from opgraph.ingest.steps import NVTX_ITERATION_PATTERN, STEP_PATTERN
 
 
 _ACT = ("kernel", "memcpy", "memset")
 
 
-def _frames(G: AnyGraph) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _frames(G: TraceGraph) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(annotation ranges, launched device activities with their launching call), from
     the graph's arrays (times in ns)."""
-    a = arrays_of(G)
+    a = G.arrays
     sel = np.flatnonzero(np.isin(a.kind, ("annotation", "runtime") + _ACT))
     # lane: the arrays' thread lane, one per (pid, tid) as recorded (ranges and calls are host events)
     df = pd.DataFrame({"eid": a.eid[sel], "kind": a.kind[sel], "name": a.name[sel], "ts": a.ts[sel],
@@ -51,7 +51,7 @@ def _frames(G: AnyGraph) -> tuple[pd.DataFrame, pd.DataFrame]:
     return ranges, lk
 
 
-def nvtx_ranges(G: AnyGraph) -> pd.DataFrame:
+def nvtx_ranges(G: TraceGraph) -> pd.DataFrame:
     """One row per range instance: ``eid``, ``name``, ``ts``/``end``/``cpu_ns``,
     ``activities``, ``kernels``, ``kernel_ns`` (Σ kernel durations), ``gpu_start``/``gpu_end``
     (-1 when nothing was launched inside) and ``gpu_proj_ns``."""
@@ -102,7 +102,7 @@ def nvtx_ranges(G: AnyGraph) -> pd.DataFrame:
     return out.sort_values(["ts", "eid"]).reset_index(drop=True)
 
 
-def nvtx_summary(G: AnyGraph, step_regex: str | None = None) -> dict[str, Any]:
+def nvtx_summary(G: TraceGraph, step_regex: str | None = None) -> dict[str, Any]:
     """The ``opgraph nvtx`` document (times in µs; ``schemas/nvtx.schema.json``)."""
     inst = nvtx_ranges(G)
     rows = []

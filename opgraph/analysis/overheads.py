@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from opgraph.graph.model import AnyGraph
+from opgraph.graph.model import TraceGraph
 from opgraph.analysis.op_hierarchy import DEFAULT_MODULE_MARKERS, host_hierarchy, input_dims, outermost_ops
 from opgraph.analysis.kind_codes import K_RUNTIME
 from opgraph.analysis.graph_frame import GraphFrame, frame_of
@@ -125,13 +125,13 @@ def select_ops(f: GraphFrame, p: OverheadParams, window: Any = None) -> OpSelect
     return OpSelection(w, hh, top, ops, op_ok)
 
 
-def overhead_samples(G: AnyGraph | GraphFrame, params: OverheadParams | None = None,
+def overhead_samples(G: TraceGraph | GraphFrame, params: OverheadParams | None = None,
                      window: AnalysisWindow | None = None, with_shapes: bool = False) -> tuple[pd.DataFrame, pd.DataFrame, AnalysisWindow]:
     """Raw T1-T5 samples.
 
     Parameters
     ----------
-    G : networkx.DiGraph or GraphFrame
+    G : TraceGraph or GraphFrame
     params : OverheadParams, optional
     window : AnalysisWindow, optional
         Default :func:`~opgraph.analysis.window.analysis_window`.
@@ -256,13 +256,13 @@ def _group_stats(df: pd.DataFrame, key: str, outliers: str | None = None) -> dic
     return {str(k): {"mean": float(mean[k]) / 1e3, "std": float(std[k]) / 1e3, "n": int(n[k])} for k in mean.index}
 
 
-def overheads_doc(G: AnyGraph | GraphFrame, params: OverheadParams | None = None, by_shapes: bool = False,
+def overheads_doc(G: TraceGraph | GraphFrame, params: OverheadParams | None = None, by_shapes: bool = False,
                   samples: tuple[pd.DataFrame, pd.DataFrame, AnalysisWindow] | None = None) -> dict[str, Any]:
     """The overheads JSON (schemas/overheads.schema.json), consumed by prediction.
 
     Parameters
     ----------
-    G : networkx.DiGraph or GraphFrame
+    G : TraceGraph or GraphFrame
     params : OverheadParams, optional
     by_shapes : bool
         Add a ``shapes`` level under each op (keyed by the input-dims string).

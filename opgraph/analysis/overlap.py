@@ -30,8 +30,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from opgraph.graph.arrays import GraphArrays
-from opgraph.graph.model import AnyGraph, arrays_of
+from opgraph.graph.model import TraceGraph
 from opgraph.graph.linking import COMM_KERNEL_PATTERN
 from opgraph.analysis.display import TableResult
 from opgraph.intervals import union_length
@@ -80,25 +79,23 @@ class OverlapResult(TableResult):
                           for k, v in r.items()} for r in recs]}
 
 
-def comm_overlap(G: AnyGraph, window: str | None = None, arr: GraphArrays | None = None) -> OverlapResult:
+def comm_overlap(G: TraceGraph, window: str | None = None) -> OverlapResult:
     """Compute, communication and memory time per window and device, their overlap and the
     exposed communication and memory time (module docstring).
 
     Parameters
     ----------
-    G : networkx.DiGraph or TraceGraph
+    G : TraceGraph
         A graph built by :func:`opgraph.graph.build_graph`.
     window : str, optional
         As in :func:`opgraph.analysis.critical_path.critical_path`: default the steps (then
         the whole trace is added as window ``"all"``), ``"all"``, or a regex.
-    arr : GraphArrays, optional
-        Precomputed arrays of ``G``.
 
     Returns
     -------
     OverlapResult
     """
-    a = arr if arr is not None else arrays_of(G)
+    a = G.arrays
     wins = select_windows(a, window, lanes=False)
     act = np.flatnonzero(a.is_activity)
     launch_ts = a.ts[act].copy()

@@ -20,8 +20,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from opgraph.graph.arrays import GraphArrays
-from opgraph.graph.model import AnyGraph, arrays_of
+from opgraph.graph.model import TraceGraph
 from opgraph.analysis.display import TableResult
 
 #: Columns of the ``queues`` table.
@@ -70,9 +69,9 @@ class QueueLength(TableResult):
         return {"queues": rows}
 
 
-def queue_length(G: AnyGraph, limit: int = 1024, arr: GraphArrays | None = None) -> QueueLength:
+def queue_length(G: TraceGraph, limit: int = 1024) -> QueueLength:
     """Queue length per stream over time (module docstring)."""
-    a = arr if arr is not None else arrays_of(G)
+    a = G.arrays
     ls, ld = a.out_edges("launch")
     keep = a.is_activity[ld]
     ls, ld = ls[keep], ld[keep]

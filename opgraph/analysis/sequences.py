@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from opgraph.graph.model import AnyGraph
+from opgraph.graph.model import TraceGraph
 from opgraph.analysis.op_hierarchy import outermost_ops
 from opgraph.names import kernel_label as _kernel_label
 from opgraph.analysis.display import TableResult, json_records
@@ -117,13 +117,13 @@ def _count_exact(codes: np.ndarray, seg: np.ndarray, starts: np.ndarray, pattern
     return np.array(out, dtype=np.int64)
 
 
-def kernel_sequences(G: AnyGraph, op: str | None = None, min_length: int = 3, max_length: int = 8,
+def kernel_sequences(G: TraceGraph, op: str | None = None, min_length: int = 3, max_length: int = 8,
                      top: int = 20, whole_calls: bool = False) -> KernelSequences:
     """The most time-consuming repeated kernel sequences of ``G`` (module docstring).
 
     Parameters
     ----------
-    G : networkx.DiGraph
+    G : TraceGraph
         A trace graph.
     op : str, optional
         Regular expression: only kernels launched inside a matching op, cut per op call.

@@ -39,7 +39,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
-import networkx as nx
 import numpy as np
 import orjson
 import pandas as pd
@@ -47,6 +46,7 @@ import pandas as pd
 from opgraph.exact_json import exact_default
 from opgraph.analysis.display import TableResult, json_records, json_value
 from opgraph.analysis.roofline.kernel_names import COMPUTE_FAMILIES
+from opgraph.graph.model import TraceGraph
 
 __all__ = ["FAMILIES", "FAMILY_LABELS", "KEY_COLUMNS", "PROBLEM_COLUMNS", "METRIC_COLUMNS", "Shapes", "shapes",
            "shape_columns"]
@@ -157,7 +157,7 @@ class Shapes(TableResult):
                 "devices": list(self.devices), "families": fams}
 
 
-def shapes(source: nx.DiGraph | Any, *, device: str | None = None, dtype: str | None = None) -> Shapes:
+def shapes(source: "TraceGraph | Any", *, device: str | None = None, dtype: str | None = None) -> Shapes:
     """Shape tables of a graph (module docstring), or of a finished
     :class:`~opgraph.analysis.roofline.RooflineResult` (``source``); ``device`` / ``dtype``
     as in :func:`~opgraph.analysis.roofline.roofline` (a ``ValueError`` when unknown)."""

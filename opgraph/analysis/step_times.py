@@ -11,7 +11,7 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from opgraph.graph.model import AnyGraph
+from opgraph.graph.model import TraceGraph
 from opgraph.analysis.graph_frame import GraphFrame, frame_of
 from opgraph.analysis.kind_codes import K_KERNEL
 from opgraph.analysis.steps import Steps, find_iterations
@@ -21,7 +21,7 @@ from opgraph.intervals import union_length_by
 __all__ = ["iteration_table", "iterations_doc"]
 
 
-def iteration_table(G: AnyGraph | GraphFrame, step_regex: str | None = None,
+def iteration_table(G: TraceGraph | GraphFrame, step_regex: str | None = None,
                     data_markers: Iterable[str] | None = None) -> tuple[pd.DataFrame, Steps]:
     """Each step's CPU span, GPU span, GPU busy time and kernel time.
 
@@ -31,7 +31,7 @@ def iteration_table(G: AnyGraph | GraphFrame, step_regex: str | None = None,
 
     Parameters
     ----------
-    G : networkx.DiGraph or GraphFrame
+    G : TraceGraph or GraphFrame
     step_regex, data_markers : see :func:`~opgraph.analysis.steps.find_iterations`.
 
     Returns
@@ -95,7 +95,7 @@ def iteration_table(G: AnyGraph | GraphFrame, step_regex: str | None = None,
     return out, steps
 
 
-def iterations_doc(G: AnyGraph | GraphFrame, step_regex: str | None = None,
+def iterations_doc(G: TraceGraph | GraphFrame, step_regex: str | None = None,
                    data_markers: Iterable[str] | None = None) -> dict[str, Any]:
     """JSON-ready ``opgraph iterations`` result (schemas/iterations.schema.json), in µs."""
     f = frame_of(G)

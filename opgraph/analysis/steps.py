@@ -24,7 +24,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from opgraph.graph.model import AnyGraph
+from opgraph.graph.model import TraceGraph
 from opgraph.analysis.data_markers import data_markers_of
 from opgraph.analysis.graph_frame import GraphFrame, frame_of
 from opgraph.graph.windows import WINDOW_SOURCES, Windows, select_windows
@@ -65,13 +65,13 @@ class Steps:
         return len(self.table)
 
 
-def find_iterations(G: AnyGraph | GraphFrame, step_regex: str | None = None,
+def find_iterations(G: TraceGraph | GraphFrame, step_regex: str | None = None,
                     data_markers: Iterable[str] | None = None) -> Steps:
     """Find the steps (iterations) of a trace graph.
 
     Parameters
     ----------
-    G : networkx.DiGraph or GraphFrame
+    G : TraceGraph or GraphFrame
         The trace graph.
     step_regex : str, optional
         Regular expression for step ranges: host ranges (NVTX / ``record_function``

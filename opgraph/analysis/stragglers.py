@@ -251,7 +251,7 @@ def rank_comm_waits(G: Any, rank: int | None = None, sha256: str | None = None) 
 
     Parameters
     ----------
-    G : networkx.DiGraph
+    G : TraceGraph
         A job graph (``opgraph build DIR``).
     rank, sha256 : optional
         Which rank: by number, or by the sha256 of its trace file (as in a single-rank

@@ -10,18 +10,18 @@ from opgraph.analysis.busy_windows import busy_windows
 from opgraph.analysis.graph_frame import GraphFrame, frame_of
 from opgraph.analysis.multistream import device_stats, qps, stream_stats
 from opgraph.analysis.window import analysis_window
-from opgraph.graph.model import AnyGraph
+from opgraph.graph.model import TraceGraph
 
 __all__ = ["summary_doc"]
 
 
-def summary_doc(G: AnyGraph | GraphFrame, batch_size: int | None = None, step_regex: str | None = None,
+def summary_doc(G: TraceGraph | GraphFrame, batch_size: int | None = None, step_regex: str | None = None,
                 data_markers: Iterable[str] | None = None) -> dict[str, Any]:
     """Everything ``opgraph summary`` shows (schemas/summary.schema.json), in µs.
 
     Parameters
     ----------
-    G : networkx.DiGraph or GraphFrame
+    G : TraceGraph or GraphFrame
     batch_size : int, optional
         Samples per step; QPS is reported only when given.
     step_regex, data_markers : see :func:`~opgraph.analysis.steps.find_iterations`.

@@ -12,7 +12,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from opgraph.graph.model import AnyGraph
+from opgraph.graph.model import TraceGraph
 from opgraph.analysis.data_markers import compile_data_markers, data_markers_of, names_matching
 from opgraph.analysis.graph_frame import GraphFrame, frame_of
 from opgraph.analysis.kind_codes import K_PYTHON
@@ -60,14 +60,14 @@ class AnalysisWindow:
                 "data_markers": list(self.data_markers), "host_runtime_us": self.host_runtime_ns / 1e3}
 
 
-def analysis_window(G: AnyGraph | GraphFrame, step_regex: str | None = None,
+def analysis_window(G: TraceGraph | GraphFrame, step_regex: str | None = None,
                     data_markers: Iterable[str] | None = None, use_steps: bool = True,
                     min_data_loading_us: float = 0.0) -> AnalysisWindow:
     """The window analyses cover and the data loading inside it.
 
     Parameters
     ----------
-    G : networkx.DiGraph or GraphFrame
+    G : TraceGraph or GraphFrame
     step_regex : str, optional
         See :func:`~opgraph.analysis.steps.find_iterations`.
     data_markers : iterable of str, optional

@@ -21,6 +21,6 @@ def advise_cmd(input: str, as_json: bool, csv_dir: TableFiles | None, rank: int 
     from opgraph.predict.recommendations import recommendations
     from opgraph.export.text.advise import render_advise
 
-    res = recommendations(load_input(input, rank=rank, model=True))
+    res = recommendations(load_input(input, rank=rank))
     emit_result(input, res.tables, csv_dir, as_json, res.to_dict, "advise.schema.json",
                 lambda: render_advise(res.to_dict(), console()))

@@ -9,7 +9,7 @@ present. ``--rank`` is declared on each command that analyses one rank
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import click
 
@@ -17,6 +17,9 @@ from opgraph.emit import emit_json
 from opgraph.errors import OpgraphInputError
 from opgraph.multirank.job import format_rank_set
 from opgraph.table_options import TableFiles, write_frames
+
+if TYPE_CHECKING:
+    from opgraph.graph.model import TraceGraph
 
 
 #: Where :func:`load_input` leaves the unit of the loaded graph's times for :func:`console`
@@ -49,25 +52,22 @@ def rank_option(f: Callable) -> Callable:
 
 
 def load_input(path: str, fmt: str | None = None, label: str = "loading", job_ok: bool = False,
-               whole_job: bool = False, *, rank: int | None = None, model: bool = False):
-    """Load a saved graph or build one from a raw trace, with a progress bar on a TTY.
+               whole_job: bool = False, *, rank: int | None = None) -> "TraceGraph":
+    """Load a saved graph or build one from a raw trace (a
+    :class:`~opgraph.graph.model.TraceGraph`), with a progress bar on a TTY.
 
     A multi-rank job graph is returned whole only when ``job_ok``; otherwise ``rank``
     (the command's ``--rank N``) selects that rank (:func:`opgraph.multirank.rank_subgraph`,
     the rank's own clock), and without it the command stops with one line: a single-rank
     analysis over several ranks' events at once would mix their steps, devices and
     threads. With ``whole_job`` a job graph without ``--rank`` is returned whole (commands
-    that then run per rank or across ranks: ``overlap``, ``collectives``).
-
-    ``model``: the command's analysis takes the columnar
-    :class:`~opgraph.graph.model.TraceGraph`; a single-rank graph then comes back in that
-    form (no networkx dicts are made: docs/model.md), and so does a job graph and the rank
-    ``--rank`` cuts out of it (:func:`opgraph.multirank.rank_subgraph` cuts the columns)."""
+    that then run per rank or across ranks: ``overlap``, ``collectives``). The rank
+    ``--rank`` cuts out of a job is cut in columns (:func:`opgraph.multirank.rank_subgraph`)."""
     from opgraph.graph.io import load_any
     from opgraph.progress import phase_progress
 
     with phase_progress(f"{label} {os.path.basename(path)}") as step:
-        G = load_any(path, format=fmt, step=step, model=model)
+        G = load_any(path, format=fmt, step=step)
     if (G.graph.get("trace_metadata") or {}).get("timing") == "ordinal":
         # an execution trace records no timestamps: say so once, on stderr (JSON stays clean:
         # its *_us keys hold the positions), and head the tables with "ticks", not "µs"
@@ -143,15 +143,14 @@ def is_multirank_input(inputs: tuple[str, ...] | list[str]) -> bool:
 
 def per_rank_command(input: str, fn: Callable[..., Any], kwargs: dict[str, Any], files: TableFiles | None,
                      as_json: bool, schema: str, doc: Callable[[Any], Any], render: Callable[[Any, Any], None],
-                     workers: int | None = None, scheduler: str | None = None, rank: int | None = None,
-                     model: bool = False) -> None:
+                     workers: int | None = None, scheduler: str | None = None, rank: int | None = None) -> None:
     """A table command on a job's rank traces (a directory, a glob, or several files): the
     analysis ``fn(G, **kwargs)`` runs once per rank in the pool or on the Dask cluster
     (:func:`opgraph.pipelines.per_rank`). Table files hold every rank's rows with a ``rank``
     column first; ``--json`` is ``{"ranks": [{"rank", "file", "result"}]}``
     (schemas/per-rank.schema.json; each ``result`` is the command's own document,
-    ``schema``); the terminal shows each rank's tables under its name. ``model``: ``fn``
-    takes the columnar :class:`~opgraph.graph.model.TraceGraph`."""
+    ``schema``); the terminal shows each rank's tables under its name. ``fn`` takes a
+    :class:`~opgraph.graph.model.TraceGraph`."""
     import pandas as pd
 
     from opgraph.pipelines import per_rank, per_rank_warnings
@@ -162,8 +161,7 @@ def per_rank_command(input: str, fn: Callable[..., Any], kwargs: dict[str, Any],
         raise OpgraphInputError(input, f"--rank {rank}: selects a rank of a saved job graph; with rank traces "
                                        "every rank is analysed (or give that rank's file)")
     with rank_progress("analysing ranks") as progress:
-        results = per_rank([input], fn, kwargs, workers=workers, scheduler=scheduler, progress=progress,
-                           model=model)
+        results = per_rank([input], fn, kwargs, workers=workers, scheduler=scheduler, progress=progress)
     for line in per_rank_warnings(results):
         click.echo(f"warning: {input}: {line}", err=True)
     per = [(ra.rank, ra.result.tables()) for ra in results]

@@ -47,7 +47,7 @@ def breakdown(input: str, mode: str, depth: int, top: int | None, shapes: int, t
     from opgraph.commands.window_option import window_errors
 
     check_regex(step_regex)
-    G = load_input(input, fmt, rank=rank, model=True)
+    G = load_input(input, fmt, rank=rank)
     f = graph_frame(G)
     with window_errors(input, "--step-regex"):
         w = analysis_window(f, step_regex, markers(data_marker, no_data_markers), use_steps=not whole_trace)

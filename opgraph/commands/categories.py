@@ -28,9 +28,9 @@ def categories_cmd(input: str, as_json: bool, csv_dir: TableFiles | None, rank: 
         per_rank_command(input, gpu_categories, {}, csv_dir, as_json, "categories.schema.json",
                          lambda res: res.to_dict(),
                          lambda res, con: render_categories(res.tables(), con),
-                         workers, scheduler, rank, model=True)
+                         workers, scheduler, rank)
         return
-    res = gpu_categories(load_input(input, rank=rank, model=True))
+    res = gpu_categories(load_input(input, rank=rank))
     tables = res.tables()
     emit_result(input, tables, csv_dir, as_json, res.to_dict, "categories.schema.json",
                 lambda: render_categories(tables, console()))

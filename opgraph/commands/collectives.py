@@ -43,7 +43,7 @@ def collectives_cmd(input: str, as_json: bool, csv_dir: TableFiles | None, rank:
         return
     if workers is not None or scheduler is not None:
         raise OpgraphInputError(input, "--workers/--scheduler apply to rank traces (a directory or a glob)")
-    G = load_input(input, whole_job=True, rank=rank, model=True)
+    G = load_input(input, whole_job=True, rank=rank)
     if isinstance(G.graph.get("job"), dict):  # a job graph without --rank: matched across ranks
         from opgraph.analysis.job_tables import job_collectives
         from opgraph.multirank import rank_subgraph

@@ -23,6 +23,6 @@ def counters_cmd(input: str, as_json: bool, top: int, csv_dir: TableFiles | None
     from opgraph.analysis.counters import cupti_counters
     from opgraph.export.text.counters import render_counters
 
-    res = cupti_counters(load_input(input, rank=rank, model=True))
+    res = cupti_counters(load_input(input, rank=rank))
     emit_result(input, res.tables, csv_dir, as_json, res.to_dict, "counters.schema.json",
                 lambda: render_counters(res, console(), top))

@@ -104,7 +104,7 @@ def critical_path_cmd(input: str, window: str | None, as_json: bool, no_path: bo
         return
     if workers is not None or scheduler is not None:
         raise OpgraphInputError(input, "--workers/--scheduler apply to rank traces (a directory or a glob)")
-    G = load_input(input, job_ok=True, model=True)
+    G = load_input(input, job_ok=True)
     if isinstance(G.graph.get("job"), dict):
         from opgraph.analysis.crossrank import crossrank_critical_path
 
@@ -159,10 +159,9 @@ def idle_cmd(input: str, kernel_wait_us: float, top: int, as_json: bool, csv_dir
 
     if is_multirank_input([input]) or scheduler:  # a job's rank traces: one task per rank
         per_rank_command(input, idle_with_windows, {"kernel_wait_us": kernel_wait_us}, csv_dir, as_json,
-                         "idle.schema.json", lambda res: res.to_dict(top=top), show_one, workers, scheduler, rank,
-                         model=True)
+                         "idle.schema.json", lambda res: res.to_dict(top=top), show_one, workers, scheduler, rank)
         return
-    G = load_input(input, rank=rank, model=True)
+    G = load_input(input, rank=rank)
     res = idle_with_windows(G, kernel_wait_us=kernel_wait_us)
     doc = res.to_dict(top=top)
 

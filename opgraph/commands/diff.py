@@ -33,8 +33,8 @@ def diff(a: str, b: str, as_json: bool, name_level: str, include_same: bool, no_
     call path. Traces from different devices are fine (both peak tables are shown)."""
     from opgraph.analysis.diff import diff_graphs
 
-    Ga = load_input(a, label="loading a:", rank=rank, model=True)
-    Gb = load_input(b, label="loading b:", rank=rank, model=True)
+    Ga = load_input(a, label="loading a:", rank=rank)
+    Gb = load_input(b, label="loading b:", rank=rank)
     try:
         doc = diff_graphs(Ga, Gb, name_level=name_level, include_same=include_same, dtype=dtype,
                           with_critical_path=not no_critical_path)

@@ -58,7 +58,7 @@ def export_cmd(ctx: click.Context, input: str, fmt: str | None, as_json: bool = 
         if ex.suffixes:  # a file format: before any work, not the input, not a folder or FIFO
             check_output_path(path, (input,))
     # a whole job only when no --rank was given and every requested format can write one
-    G = load_input(input, fmt, job_ok=rank is None and all(ex.run_job for ex in wanted), rank=rank, model=True)
+    G = load_input(input, fmt, job_ok=rank is None and all(ex.run_job for ex in wanted), rank=rank)
     is_job = isinstance(G.graph.get("job"), dict)
     written = []
     for ex in wanted:

@@ -17,12 +17,12 @@ import click
 from opgraph.commands.exporters import Exporter, exporter
 from opgraph.errors import OpgraphInputError
 from opgraph.export.dot import COLLAPSE_MODES, DEFAULT_MAX_NODES, MISSING_DOT, dot_program
-from opgraph.graph.model import AnyGraph
+from opgraph.graph.model import TraceGraph
 
 _LAST: dict[str, Any] = {}
 
 
-def _view(G: AnyGraph, opts: dict[str, Any]):
+def _view(G: TraceGraph, opts: dict[str, Any]):
     """The view for these options (computed once when several formats are written)."""
     from opgraph.commands.window_option import window_errors
     from opgraph.export.dot import graph_view
@@ -42,7 +42,7 @@ def _view(G: AnyGraph, opts: dict[str, Any]):
 
 
 def _writer(fmt: str):
-    def run(G: AnyGraph, path: str, opts: dict[str, Any]) -> str:
+    def run(G: TraceGraph, path: str, opts: dict[str, Any]) -> str:
         from opgraph.export.dot import GraphvizMissing, write_graphviz
 
         v = _view(G, opts)

@@ -8,10 +8,10 @@ from typing import Any
 
 
 from opgraph.commands.exporters import exporter
-from opgraph.graph.model import AnyGraph
+from opgraph.graph.model import TraceGraph
 
 
-def _write(G: AnyGraph, path: str, opts: dict[str, Any]) -> str:
+def _write(G: TraceGraph, path: str, opts: dict[str, Any]) -> str:
     from opgraph.export.tables.graph import graph_tables, write_tables
 
     paths = write_tables(graph_tables(G), path, "parquet", inputs=(str(opts.get("input") or ""),))

@@ -9,10 +9,10 @@ import click
 
 from opgraph.commands.exporters import exporter, input_files
 from opgraph.errors import OpgraphInputError
-from opgraph.graph.model import AnyGraph
+from opgraph.graph.model import TraceGraph
 
 
-def _write_perfetto(G: AnyGraph, path: str, opts: dict[str, Any]) -> str:
+def _write_perfetto(G: TraceGraph, path: str, opts: dict[str, Any]) -> str:
     from opgraph.commands.window_option import check_window, window_errors
     from opgraph.export.perfetto.overlay import export_perfetto
 
@@ -25,7 +25,7 @@ def _write_perfetto(G: AnyGraph, path: str, opts: dict[str, Any]) -> str:
             f"— open it in https://ui.perfetto.dev")
 
 
-def _write_perfetto_job(G: AnyGraph, path: str, opts: dict[str, Any]) -> str:
+def _write_perfetto_job(G: TraceGraph, path: str, opts: dict[str, Any]) -> str:
     from opgraph.export.perfetto.job import export_perfetto_job
 
     if opts.get("window"):

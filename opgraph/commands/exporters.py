@@ -8,10 +8,10 @@ from typing import Any, Callable
 
 import click
 
-from opgraph.graph.model import AnyGraph
+from opgraph.graph.model import TraceGraph
 
 #: ``run(G, path, opts) -> message``; ``opts`` holds every option value of the command.
-ExportFn = Callable[[AnyGraph, str, dict[str, Any]], "str | None"]
+ExportFn = Callable[[TraceGraph, str, dict[str, Any]], "str | None"]
 
 
 @dataclass

@@ -19,7 +19,7 @@ def info(input: str, as_json: bool, fmt: str | None, csv_dir: TableFiles | None)
     """Counts, devices, streams, threads, iterations, span and trace health of INPUT."""
     from opgraph.analysis.info import trace_info
 
-    doc = trace_info(load_input(input, fmt, job_ok=True, model=True))
+    doc = trace_info(load_input(input, fmt, job_ok=True))
     if csv_dir is not None:
         from opgraph.export.tables.documents import info_frames
         write_frames(info_frames(doc), csv_dir, input)

@@ -80,7 +80,7 @@ def iterations(input: str, step_regex: str | None, data_marker: tuple[str, ...],
     from opgraph.commands.window_option import window_errors
 
     check_regex(step_regex)
-    G = load_input(input, fmt, rank=rank, model=True)
+    G = load_input(input, fmt, rank=rank)
     with window_errors(input, "--step-regex"):
         doc = iterations_doc(G, step_regex, markers(data_marker, no_data_markers))
     if csv_dir is not None:

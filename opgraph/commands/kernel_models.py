@@ -55,12 +55,12 @@ def kernel_models_cmd(input: str, lookup: str | None, calibration: str | None, d
             raise OpgraphInputError("--step-regex", f"invalid regex {step_regex!r}: {e}") from None
     if device is not None and device_peaks(device) is None:
         raise OpgraphInputError("--device", f"unknown device {device!r} (see `opgraph devices`)")
-    G = load_input(input, rank=rank, model=True)
+    G = load_input(input, rank=rank)
     waits = None
     if job is not None:
         from opgraph.analysis.stragglers import rank_comm_waits
 
-        J = load_input(job, job_ok=True, rank=rank, model=True)
+        J = load_input(job, job_ok=True, rank=rank)
         src = G.graph.get("source") if isinstance(G.graph.get("source"), dict) else {}
         try:
             rank, waits = rank_comm_waits(J, sha256=src.get("sha256"))

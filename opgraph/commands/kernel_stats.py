@@ -29,8 +29,8 @@ def kernels_cmd(input: str, top: int, as_json: bool, csv_dir: TableFiles | None,
         per_rank_command(input, kernel_stats, {}, csv_dir, as_json, "kernel-stats.schema.json",
                          lambda res: res.to_dict(),
                          lambda res, con: render_kernel_stats(res.to_dict(), con, top),
-                         workers, scheduler, rank, model=True)
+                         workers, scheduler, rank)
         return
-    res = kernel_stats(load_input(input, rank=rank, model=True))
+    res = kernel_stats(load_input(input, rank=rank))
     emit_result(input, res.tables, csv_dir, as_json, res.to_dict, "kernel-stats.schema.json",
                 lambda: render_kernel_stats(res.to_dict(), console(), top))

@@ -34,9 +34,9 @@ def launch_stats_cmd(input: str, call_cutoff_us: float, latency_cutoff_us: float
         per_rank_command(input, launch_stats, {"call_cutoff_us": call_cutoff_us, "latency_cutoff_us": latency_cutoff_us}, csv_dir, as_json, "launch-stats.schema.json",
                          lambda res: res.to_dict(top),
                          lambda res, con: render_launch_stats(res.tables(), con, top),
-                         workers, scheduler, rank, model=True)
+                         workers, scheduler, rank)
         return
-    res = launch_stats(load_input(input, rank=rank, model=True), call_cutoff_us, latency_cutoff_us)
+    res = launch_stats(load_input(input, rank=rank), call_cutoff_us, latency_cutoff_us)
     tables = res.tables()
     emit_result(input, tables, csv_dir, as_json, lambda: res.to_dict(top), "launch-stats.schema.json",
                 lambda: render_launch_stats(tables, console(), top))

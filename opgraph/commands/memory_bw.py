@@ -27,8 +27,8 @@ def memory_bw_cmd(input: str, as_json: bool, csv_dir: TableFiles | None, rank: i
     if is_multirank_input([input]) or scheduler:  # a job's rank traces: one task per rank
         per_rank_command(input, memory_bandwidth, {}, csv_dir, as_json, "memory-bw.schema.json",
                          lambda res: res.to_dict(),
-                         lambda res, con: render_memory_bw(res.to_frame(), con), workers, scheduler, rank, model=True)
+                         lambda res, con: render_memory_bw(res.to_frame(), con), workers, scheduler, rank)
         return
-    res = memory_bandwidth(load_input(input, rank=rank, model=True))
+    res = memory_bandwidth(load_input(input, rank=rank))
     emit_result(input, res.tables, csv_dir, as_json, res.to_dict, "memory-bw.schema.json",
                 lambda: render_memory_bw(res.to_frame(), console()))

@@ -31,7 +31,7 @@ def memory_cmd(input: str, window: str | None, top: int, with_series: bool, as_j
     from opgraph.commands.window_option import check_window, window_errors
     from opgraph.export.text.memory_timeline import render_memory_timeline
 
-    G = load_input(input, rank=rank, model=True)
+    G = load_input(input, rank=rank)
     check_window(G, input, window)
     with window_errors(input, "--window"):
         res = memory_timeline(G, window)

@@ -34,7 +34,7 @@ def nvtx_cmd(input: str, step_regex: str | None, top: int, as_json: bool, fmt: s
     from opgraph.commands.window_option import window_errors
 
     check_regex(step_regex)
-    G = load_input(input, fmt, rank=rank, model=True)
+    G = load_input(input, fmt, rank=rank)
     with window_errors(input, "--step-regex"):
         doc = nvtx_summary(G, step_regex)
     if csv_dir is not None:
@@ -60,6 +60,6 @@ def enqueue_stats_cmd(input: str, as_json: bool, fmt: str | None, csv_dir: Table
     from opgraph.analysis.enqueue_stats import enqueue_report
     from opgraph.export.text.nvtx import render_enqueue_stats
 
-    res = enqueue_report(load_input(input, fmt, rank=rank, model=True))
+    res = enqueue_report(load_input(input, fmt, rank=rank))
     emit_result(input, res.tables, csv_dir, as_json, res.to_dict, "enqueue-stats.schema.json",
                 lambda: render_enqueue_stats(res.to_dict(), console()))

@@ -58,7 +58,7 @@ def overheads(input: str, output: str | None, by_shapes: bool, t1_max_gap_us: fl
                        module_markers=tuple(module_marker) or DEFAULT_MODULE_MARKERS,
                        data_markers=markers(data_marker, no_data_markers), step_regex=step_regex,
                        drop_outliers=None if drop_outliers == "none" else drop_outliers)
-    G = load_input(input, fmt, rank=rank, model=True)
+    G = load_input(input, fmt, rank=rank)
     f = graph_frame(G)
     with window_errors(input, "--step-regex"):
         w = analysis_window(f, step_regex, p.data_markers, use_steps=not whole_trace)

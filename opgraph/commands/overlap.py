@@ -34,9 +34,9 @@ def overlap_cmd(input: str, window: str | None, as_json: bool, csv_dir: TableFil
         with window_errors(input, "--window"):
             per_rank_command(input, comm_overlap, {"window": window}, csv_dir, as_json, "overlap.schema.json",
                              lambda res: res.to_dict(), lambda res, con: render_overlap(res.tables()["overlap"], con),
-                             workers, scheduler, rank, model=True)
+                             workers, scheduler, rank)
         return
-    G = load_input(input, whole_job=True, rank=rank, model=True)
+    G = load_input(input, whole_job=True, rank=rank)
     if isinstance(G.graph.get("job"), dict):  # a job graph without --rank: every rank kept in full
         from opgraph.analysis.job_tables import per_rank
         from opgraph.multirank import rank_subgraph

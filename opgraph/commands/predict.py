@@ -108,7 +108,7 @@ def predict_cmd(input: str, replay: bool, scale_kernels: tuple[str, ...], scale_
             raise OpgraphInputError(perfetto, "unknown output type: use .json or .json.gz")
         from opgraph.outfiles import check_output_path
         check_output_path(perfetto, (input,))  # not the input, not a folder or FIFO; folders are created
-    G = load_input(input, rank=rank, model=True)
+    G = load_input(input, rank=rank)
     check_window(G, input, window)
     try:
         res = predict(G, transforms, window=window, source_device=source_device, infer=not no_infer)

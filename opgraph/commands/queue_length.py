@@ -30,8 +30,8 @@ def queue_cmd(input: str, limit: int, as_json: bool, csv_dir: TableFiles | None,
         per_rank_command(input, queue_length, {"limit": limit}, csv_dir, as_json, "queue-length.schema.json",
                          lambda res: res.to_dict(),
                          lambda res, con: render_queue_length(res.to_frame(), con),
-                         workers, scheduler, rank, model=True)
+                         workers, scheduler, rank)
         return
-    res = queue_length(load_input(input, rank=rank, model=True), limit)
+    res = queue_length(load_input(input, rank=rank), limit)
     emit_result(input, res.tables, csv_dir, as_json, res.to_dict, "queue-length.schema.json",
                 lambda: render_queue_length(res.to_frame(), console()))

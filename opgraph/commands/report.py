@@ -47,7 +47,7 @@ def report(input: str, by: str, as_json: bool, csv_dir: TableFiles | None, devic
         if not as_json and csv_dir is None:
             return
 
-    G = load_input(input, rank=rank, model=True)
+    G = load_input(input, rank=rank)
     try:
         res = roofline(G, device=device, dtype=dtype)
     except ValueError as e:

@@ -20,7 +20,7 @@ def write_html(input: str, path: str, batch_size: int | None, device: str | None
     if not path.endswith((".html", ".htm")):
         raise OpgraphInputError(path, "--html writes an .html file")
     check_output_path(path, (input,))  # before any work: not the input, not a folder or FIFO
-    G = load_input(input, rank=rank, model=True)   # columns; networkx only for the picture
+    G = load_input(input, rank=rank)   # columns; networkx only for the picture
     try:
         res = write_report(G, path, batch_size=batch_size, device=device, dtype=dtype, inputs=(input,))
     except OSError as e:

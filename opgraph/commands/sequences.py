@@ -44,6 +44,6 @@ def sequences_cmd(input: str, op: str | None, min_length: int, max_length: int, 
             re.compile(op)
         except re.error as e:
             raise OpgraphInputError(input, f"--op {op!r}: not a regular expression ({e})") from None
-    res = kernel_sequences(load_input(input, rank=rank, model=True), op, min_length, max_length, top, whole_calls)
+    res = kernel_sequences(load_input(input, rank=rank), op, min_length, max_length, top, whole_calls)
     emit_result(input, res.tables, csv_dir, as_json, res.to_dict, "sequences.schema.json",
                 lambda: render_sequences(res.to_dict(), console()))

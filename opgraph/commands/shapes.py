@@ -37,7 +37,7 @@ def shapes_cmd(input: str, families: tuple[str, ...], top: int | None, device: s
 
     fams = tuple(f for f in _FAMILIES if f in families) if families else _FAMILIES
     try:
-        res = shapes(load_input(input, rank=rank, model=True), device=device, dtype=dtype)
+        res = shapes(load_input(input, rank=rank), device=device, dtype=dtype)
     except ValueError as e:
         raise OpgraphInputError(input, str(e)) from None
     warn_unknown_devices(input, res.devices)

@@ -34,7 +34,7 @@ def stragglers_cmd(input: str, as_json: bool, top: int, csv_dir: TableFiles | No
         with rank_progress("reading ranks") as progress:
             rep = job_stragglers([input], workers=workers, scheduler=scheduler, progress=progress)
     else:
-        G = load_input(input, job_ok=True, model=True)
+        G = load_input(input, job_ok=True)
         if not isinstance(G.graph.get("job"), dict):
             raise OpgraphInputError(input, "stragglers needs a multi-rank job graph (opgraph build DIR -o "
                                            "job.gpickle) or the job's rank traces; this graph has one rank")

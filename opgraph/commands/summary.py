@@ -49,7 +49,7 @@ def summary(input: str, batch_size: int | None, step_regex: str | None, data_mar
     from opgraph.commands.window_option import window_errors
 
     check_regex(step_regex)
-    G = load_input(input, fmt, rank=rank, model=True)
+    G = load_input(input, fmt, rank=rank)
     with window_errors(input, "--step-regex"):
         doc = summary_doc(G, batch_size, step_regex, markers(data_marker, no_data_markers))
     if csv_dir is not None:

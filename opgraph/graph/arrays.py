@@ -10,7 +10,6 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 
@@ -127,31 +126,6 @@ class GraphArrays:
             return got
         n = len(self.out_edges(kind)[0])
         return np.full(n, default, dtype=object if isinstance(default, str) or default is None else None)
-
-    @classmethod
-    def from_graph(cls, G: nx.DiGraph) -> "GraphArrays":
-        """The arrays of a networkx graph's nodes and edges (node and edge insertion order)."""
-        nodes = list(G._node)
-        attrs = list(G._node.values())
-        n = len(nodes)
-        eid = np.array(nodes, dtype=np.int64) if n else np.empty(0, np.int64)
-        rank = np.array([d.get("rank", 0) for d in attrs], dtype=np.int64) if n and "rank" in attrs[0] else None
-        src, dst, ek = [], [], []
-        rich: list[tuple[int, dict]] = []  # (edge index, attrs) of edges with more than a kind
-        for u, nbrs in G._succ.items():
-            for v, d in nbrs.items():
-                if len(d) > 1:
-                    rich.append((len(src), d))
-                src.append(u)
-                dst.append(v)
-                ek.append(d.get("kind"))
-        return cls.from_columns(
-            eid, np.array([d["kind"] for d in attrs], dtype=object), np.array([d.get("name") for d in attrs], dtype=object),
-            np.array([d["ts"] for d in attrs], dtype=np.int64), np.array([d["dur"] for d in attrs], dtype=np.int64),
-            np.array([d.get("pid") for d in attrs], dtype=object), np.array([d.get("tid") for d in attrs], dtype=object),
-            np.array([d.get("device", -1) for d in attrs], dtype=np.int64),
-            np.array([d.get("stream", -1) for d in attrs], dtype=np.int64), rank,
-            np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64), np.array(ek, dtype=object), rich)
 
     @classmethod
     def from_columns(cls, eid: np.ndarray, kind: np.ndarray, name: np.ndarray, ts: np.ndarray, dur: np.ndarray,

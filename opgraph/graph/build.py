@@ -1,7 +1,8 @@
-"""Canonical event table -> typed ``networkx.DiGraph`` (see docs/model.md).
+"""Canonical event table -> the typed DAG, a :class:`~opgraph.graph.model.TraceGraph`
+(see docs/model.md).
 
 The work is done on numpy arrays (sorted sweeps, merges, searchsorted) and the graph is
-filled in bulk at the end, directly into networkx's adjacency dicts.
+assembled in bulk at the end into its column payload (no per-node dict is made).
 
 This module holds the builder's phases (:func:`build_payload`: nesting and lane order,
 launches, flows, syncs and inferred waits, cross-thread links, assembly; times in ns) and
@@ -22,9 +23,8 @@ launches, flows, syncs and inferred waits, cross-thread links, assembly; times i
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-import networkx as nx
 import numpy as np
 
 from opgraph.gc_pause import gc_paused
@@ -50,6 +50,9 @@ from opgraph.ingest.table import (
 )
 from opgraph.names import annotation_like, names_where
 
+if TYPE_CHECKING:
+    from opgraph.graph.model import TraceGraph
+
 Step = Callable[[str], None]
 
 
@@ -67,7 +70,7 @@ def split_device_key(key: int) -> tuple[int, int]:
     return (key >> 32) - 1, (key & 0xFFFFFFFF) - 1
 
 
-def build_graph(table: EventTable, step: Step = _noop) -> nx.DiGraph:
+def build_graph(table: EventTable, step: Step = _noop) -> "TraceGraph":
     """Build the typed DAG of a trace.
 
     Parameters
@@ -79,22 +82,24 @@ def build_graph(table: EventTable, step: Step = _noop) -> nx.DiGraph:
 
     Returns
     -------
-    networkx.DiGraph
-        Nodes are event ids with attributes ``kind``, ``name``, ``ts`` and ``dur`` (ns),
-        ``pid``, ``tid``, ``device``, ``stream``, ``correlation``, ``external_id`` and
-        ``args``; edges carry ``kind`` (one of :data:`EDGE_KINDS`). ``G.graph`` holds the
-        source description, device properties, the canonical ``events`` table, the trace
-        ``span_ns`` and the trace-health list ``health``.
+    TraceGraph
+        The graph in columns (:class:`~opgraph.graph.model.TraceGraph`, docs/model.md).
+        Its nodes are event ids with ``kind``, ``name``, ``ts`` and ``dur`` (ns), ``pid``,
+        ``tid``, ``device``, ``stream``, ``correlation``, ``external_id`` and ``args``; edges
+        carry ``kind`` (one of :data:`EDGE_KINDS`). ``G.graph`` holds the source
+        description, device properties, the canonical ``events`` table, the trace
+        ``span_ns`` and the trace-health list ``health``. ``G.to_networkx()`` is the
+        ``networkx.DiGraph`` view.
     """
-    from opgraph.graph.payload import payload_to_digraph
+    from opgraph.graph.model import TraceGraph
 
     with gc_paused():
-        return payload_to_digraph(build_payload(table, step))
+        return TraceGraph(build_payload(table, step))
 
 
 def build_payload(table: EventTable, step: Step = _noop) -> dict[str, Any]:
-    """The graph of ``table`` in column form (what ``.gpickle`` files hold); turn it into a
-    ``DiGraph`` with :func:`opgraph.graph.payload.payload_to_digraph`. ``opgraph build`` saves it
+    """The graph of ``table`` in column form (what ``.gpickle`` files hold and a
+    :class:`~opgraph.graph.model.TraceGraph` wraps). ``opgraph build`` saves it
     directly, without making millions of Python dicts it would only take apart again."""
     if "graph_replay" not in table.meta:  # graph replays -> the ops that captured them (graph/graph_replay.py)
         from opgraph.graph.graph_replay import attach_captures

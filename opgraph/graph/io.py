@@ -141,13 +141,12 @@ class _ColumnUnpickler(SafeUnpickler):
         return super().find_class(module, name)
 
 
-def load_gpickle(path: str | Path, require_opgraph: bool = False, model: bool = False) -> "nx.DiGraph | TraceGraph":
-    """Read a ``.gpickle`` through :class:`SafeUnpickler`; bad files raise
-    :class:`OpgraphInputError`. Any ``DiGraph`` loads (its attributes bounded, see
-    :func:`check_graph`); ``require_opgraph`` also requires what the analyses need.
-    ``model``: a graph saved in column form comes back as a
-    :class:`~opgraph.graph.model.TraceGraph` (validated as arrays, no networkx dicts made;
-    implies ``require_opgraph``); any other pickle as with ``model=False``."""
+def load_gpickle(path: str | Path) -> TraceGraph:
+    """Read a ``.gpickle`` saved by opgraph through :class:`SafeUnpickler` as a
+    :class:`~opgraph.graph.model.TraceGraph`; bad files raise :class:`OpgraphInputError`.
+    A graph saved in column form is validated as arrays (no networkx dicts are made); a
+    ``DiGraph`` pickled the ordinary way must hold what the analyses need
+    (:func:`check_graph`) and is taken into columns."""
     from opgraph.ingest.source import read_regular_file
 
     p = str(path)
@@ -155,10 +154,9 @@ def load_gpickle(path: str | Path, require_opgraph: bool = False, model: bool = 
     if not data:
         raise OpgraphInputError(p, "empty file")
     bio = io.BytesIO(data)
-    unpickler = _ColumnUnpickler if model else SafeUnpickler
     with gc_paused():
         try:
-            G = unpickler(bio, max_bytes=allocation_cap(len(data))).load()
+            G = _ColumnUnpickler(bio, max_bytes=allocation_cap(len(data))).load()
         except ArrayTooLarge as e:
             raise OpgraphInputError(p, f"refused: the pickle {e}") from None
         except pickle.UnpicklingError as e:
@@ -185,17 +183,27 @@ def load_gpickle(path: str | Path, require_opgraph: bool = False, model: bool = 
     if type(G) is not nx.DiGraph:
         raise OpgraphInputError(p, f"pickle holds a {type(G).__name__}, not a networkx DiGraph")
     check_structure(G, p)
-    check_graph(G, p, len(data), require_opgraph or model)
-    return G
+    check_graph(G, p, len(data), True)
+    return columns_of(G, p)
+
+
+def columns_of(G: nx.DiGraph, path: str) -> TraceGraph:
+    """The :class:`~opgraph.graph.model.TraceGraph` of a loaded ``DiGraph`` that passed
+    :func:`check_graph`; a graph opgraph cannot hold in columns (nodes with attributes of
+    their own, args that are not the event table's) is a one-line input error."""
+    try:
+        return TraceGraph.from_networkx(G)
+    except ValueError as e:
+        raise OpgraphInputError(path, f"a networkx graph {e}") from None
 
 
 # --------------------------------------------------------------------------- by file type
-def load_node_link(path: str | Path) -> nx.DiGraph:
+def load_node_link(path: str | Path) -> TraceGraph:
     """Read (and validate) node-link JSON written by :func:`save_node_link`."""
     return load_any(path)
 
 
-def save_graph(G: nx.DiGraph, path: str | Path, inputs: tuple = ()) -> None:
+def save_graph(G: "TraceGraph | nx.DiGraph", path: str | Path, inputs: tuple = ()) -> None:
     """Save by extension: ``.gpickle`` or node-link ``.json[.gz]`` (atomically; never over
     one of ``inputs``)."""
     s = str(path)
@@ -203,40 +211,37 @@ def save_graph(G: nx.DiGraph, path: str | Path, inputs: tuple = ()) -> None:
     if s.endswith(".gpickle"):
         save_gpickle(G, path, inputs)
     elif s.endswith(".json.gz") or s.endswith(".json"):
-        save_node_link(G, path, inputs)
+        save_node_link(G.to_networkx() if isinstance(G, TraceGraph) else G, path, inputs)
     else:
         raise OpgraphInputError(s, "unknown output type: use .gpickle, .json.gz or .json")
 
 
-def load_any(path: str | Path, format: str | None = None, step=None, model: bool = False
-             ) -> "nx.DiGraph | TraceGraph":
-    """A graph from a saved graph (``.gpickle``, node-link JSON) or any raw trace.
+def load_any(path: str | Path, format: str | None = None, step=None) -> TraceGraph:
+    """The :class:`~opgraph.graph.model.TraceGraph` of a saved graph (``.gpickle``,
+    node-link JSON) or of any raw trace (built).
 
-    ``format`` forces a trace format; ``step(phase)`` reports progress. ``model``: give a
-    :class:`~opgraph.graph.model.TraceGraph` where the graph exists in column form (a
-    ``.gpickle`` saved by opgraph, a raw trace), without making networkx's dicts."""
+    ``format`` forces a trace format; ``step(phase)`` reports progress."""
     # The objects made are long-lived and acyclic (freed by reference counting): frozen on the
     # way out, they stay out of the cyclic collector's later full passes.
     with gc_paused(freeze=True):
-        G = _load_any(path, format, step or (lambda _p: None), model)
+        G = _load_any(path, format, step or (lambda _p: None))
     return G
 
 
-def read_input(path: str | Path, format: str | None = None, step=None, model: bool = False):
-    """A saved graph (``nx.DiGraph``, or with ``model`` a
-    :class:`~opgraph.graph.model.TraceGraph` when it was saved in column form) or, for a raw
-    trace, its :class:`EventTable`."""
+def read_input(path: str | Path, format: str | None = None, step=None) -> "TraceGraph | Any":
+    """A saved graph (a :class:`~opgraph.graph.model.TraceGraph`) or, for a raw trace,
+    its :class:`EventTable`."""
     from opgraph.ingest.readers import detect_format, read_trace_doc
     from opgraph.ingest.source import SQLITE_MAGIC, read_source
 
     step = step or (lambda _p: None)
     p = str(path)
     if p.endswith(".gpickle"):
-        return load_gpickle(p, require_opgraph=True, model=model)
+        return load_gpickle(p)
     step("read")
     src = read_source(p)
     if src.data[:1] == b"\x80" and not src.compressed:
-        return load_gpickle(p, require_opgraph=True, model=model)
+        return load_gpickle(p)
     if src.data.startswith(SQLITE_MAGIC):
         doc = None
     else:
@@ -274,19 +279,17 @@ def read_input(path: str | Path, format: str | None = None, step=None, model: bo
             except (KeyError, TypeError, ValueError, OverflowError, AttributeError, IndexError) as e:
                 raise OpgraphInputError(p, f"corrupt graph document ({type(e).__name__}: {e})") from None
             check_graph(G, p, len(src.data))
-            return G
+            return columns_of(G, p)
     step("table")
     return read_trace_doc(src, doc, format)
 
 
-def _load_any(path: str | Path, format: str | None, step, model: bool) -> "nx.DiGraph | TraceGraph":
-    from opgraph.graph.build import build_graph, build_payload
+def _load_any(path: str | Path, format: str | None, step) -> TraceGraph:
+    from opgraph.graph.build import build_graph
 
-    got = read_input(path, format, step, model)
-    if isinstance(got, (nx.DiGraph, TraceGraph)):
+    got = read_input(path, format, step)
+    if isinstance(got, TraceGraph):
         return got
-    if model:
-        return TraceGraph(build_payload(got, step))
     return build_graph(got, step)
 
 

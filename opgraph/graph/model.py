@@ -1,12 +1,13 @@
-"""The columnar trace model: :class:`TraceGraph`, a graph held as the columns opgraph
-builds and saves (docs/model.md), with ``networkx`` as a view made on request.
+"""The trace model: :class:`TraceGraph`, a graph held as the columns opgraph builds and
+saves (docs/model.md), with ``networkx`` as a view made on request.
 
-A ``.gpickle`` written by opgraph holds exactly these columns (the column payload of
-:mod:`opgraph.graph.payload`); :func:`opgraph.graph.io.load_gpickle` with ``model=True``
-gives a :class:`TraceGraph` without making one Python dict per node or edge, and the
-analyses that work on arrays (:class:`~opgraph.graph.arrays.GraphArrays`) take it as they
-take a ``DiGraph``. :meth:`TraceGraph.to_networkx` makes the ``DiGraph`` (once, cached)
-for everything that walks nodes and edges one by one.
+The builder (:func:`opgraph.graph.build.build_graph`) and every loader
+(:func:`opgraph.graph.io.load_any`) return a :class:`TraceGraph`, and every analysis takes
+one. A ``.gpickle`` written by opgraph holds exactly these columns (the column payload of
+:mod:`opgraph.graph.payload`); loading it makes no Python dict per node or edge.
+:meth:`TraceGraph.to_networkx` makes the ``DiGraph`` (once, cached) for users and for the
+code that walks nodes and edges one by one; :meth:`TraceGraph.of` takes an opgraph-built
+``DiGraph`` back into columns.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import pandas as pd
 
 from opgraph.graph.arrays import GraphArrays, key_positions
 from opgraph.graph.packed_args import LazyGraphAttrs, releasing, unpacker
-from opgraph.graph.payload import PICKLE_MAGIC, graph_to_payload, payload_to_digraph
+from opgraph.graph.payload import PICKLE_MAGIC, completed_payload, graph_to_payload, payload_to_digraph
 
 
 class TraceGraph:
@@ -65,13 +66,30 @@ class TraceGraph:
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_networkx(cls, G: nx.DiGraph) -> "TraceGraph":
-        """The columns of an opgraph-built ``DiGraph`` (ValueError for any other graph)."""
+        """The columns of a ``DiGraph``: one opgraph built (which stays the networkx view), or
+        one made by hand with docs/model.md's node attributes (``kind``, ``ts``, ``dur``
+        required; :func:`~opgraph.graph.payload.completed_payload`). ``ValueError`` for any
+        other graph."""
         payload = graph_to_payload(G)
         if payload is None:
-            raise ValueError("not an opgraph-built graph: it has no column form")
+            try:
+                return cls(completed_payload(G))
+            except (KeyError, TypeError, ValueError, OverflowError) as e:
+                raise ValueError(f"not in the shape opgraph builds: {e}") from None
         tg = cls(payload)
         tg._nx = G
         return tg
+
+    @classmethod
+    def of(cls, G: "TraceGraph | nx.DiGraph") -> "TraceGraph":
+        """``G`` itself when it is a :class:`TraceGraph`; the columns of an opgraph-built
+        ``networkx.DiGraph`` (:meth:`from_networkx`, which keeps ``G`` as the networkx
+        view) otherwise. ``TypeError`` for anything else."""
+        if isinstance(G, TraceGraph):
+            return G
+        if isinstance(G, nx.DiGraph):
+            return cls.from_networkx(G)
+        raise TypeError(f"expected a TraceGraph or an opgraph-built networkx.DiGraph, got {type(G).__name__}")
 
     def to_networkx(self) -> nx.DiGraph:
         """The ``networkx.DiGraph`` of this graph (made on first call, then cached): node
@@ -91,6 +109,67 @@ class TraceGraph:
             col = ev["args"].to_numpy(dtype=object) if isinstance(ev, pd.DataFrame) and "args" in ev else None
             got = self._args_col = (ev, col)
         return got[1]
+
+    def node_args(self, eids: np.ndarray | list[int]) -> list[Any]:
+        """The ``args`` of nodes ``eids`` (event ids) as stored: a dict, or None when absent.
+        They live in the event table (a node's args are its event's); reading them unpacks
+        a saved graph's packed args."""
+        ids = np.asarray(eids, dtype=np.int64)
+        col = self.event_args()
+        return [None] * len(ids) if col is None else col[ids].tolist()
+
+    def edge_kinds_between(self, us: Sequence[int], vs: Sequence[int]) -> list[str | None]:
+        """The kind of edge ``us[i] -> vs[i]`` (node ids) for every i, None where there is
+        no such edge: every pair looked up at once in the sorted edge keys
+        (:attr:`edge_index`), no networkx view made."""
+        return _edge_kinds_between(self, us, vs)
+
+    # ------------------------------------------------------------------ networkx, read-only
+    # The reading calls notebooks make on a graph, answered by the networkx view (made on
+    # first use, then cached). opgraph's own code reads the columns instead.
+    @property
+    def nodes(self) -> Any:
+        """``to_networkx().nodes`` (the view is made on first use)."""
+        return self.to_networkx().nodes
+
+    @property
+    def edges(self) -> Any:
+        """``to_networkx().edges`` (the view is made on first use)."""
+        return self.to_networkx().edges
+
+    @property
+    def in_edges(self) -> Any:
+        return self.to_networkx().in_edges
+
+    @property
+    def out_edges(self) -> Any:
+        return self.to_networkx().out_edges
+
+    @property
+    def in_degree(self) -> Any:
+        return self.to_networkx().in_degree
+
+    @property
+    def out_degree(self) -> Any:
+        return self.to_networkx().out_degree
+
+    def successors(self, n: int) -> Any:
+        return self.to_networkx().successors(n)
+
+    def predecessors(self, n: int) -> Any:
+        return self.to_networkx().predecessors(n)
+
+    def has_edge(self, u: int, v: int) -> bool:
+        return self.to_networkx().has_edge(u, v)
+
+    def has_node(self, n: int) -> bool:
+        return self.to_networkx().has_node(n)
+
+    def __contains__(self, n: object) -> bool:
+        return n in self.to_networkx()
+
+    def __iter__(self) -> Any:
+        return iter(self.to_networkx())
 
     # ------------------------------------------------------------------ size
     def number_of_nodes(self) -> int:
@@ -190,52 +269,17 @@ class TraceGraph:
         return pd.DataFrame({"src": self.payload["src"], "dst": self.payload["dst"], "kind": self.edge_kinds()})
 
 
-#: What the analyses take: a networkx graph or its columns.
-AnyGraph = nx.DiGraph | TraceGraph
+def _edge_kinds_between(G: TraceGraph, us: Sequence[int], vs: Sequence[int]) -> list[str | None]:
+    keys, kinds = G.edge_index
+    if not len(us) or not len(keys):
+        return [None] * len(us)
+    a = G.arrays
+    pu = key_positions(a.eid, np.asarray(us, dtype=np.int64))
+    pv = key_positions(a.eid, np.asarray(vs, dtype=np.int64))
+    q = pu * max(a.n, 1) + pv
+    at = np.minimum(np.searchsorted(keys, q), len(keys) - 1)
+    hit = (pu >= 0) & (pv >= 0) & (keys[at] == q)
+    return [kinds[j] if h else None for j, h in zip(at.tolist(), hit.tolist())]
 
 
-def arrays_of(G: "nx.DiGraph | TraceGraph") -> GraphArrays:
-    """The :class:`~opgraph.graph.arrays.GraphArrays` of ``G`` (cached on a
-    :class:`TraceGraph`, extracted from a ``DiGraph``)."""
-    if isinstance(G, TraceGraph):
-        return G.arrays
-    return GraphArrays.from_graph(G)
-
-
-def as_networkx(G: "nx.DiGraph | TraceGraph") -> nx.DiGraph:
-    """``G`` as a ``networkx.DiGraph`` (a :class:`TraceGraph`'s cached view)."""
-    return G.to_networkx() if isinstance(G, TraceGraph) else G
-
-
-def node_args(G: "nx.DiGraph | TraceGraph", eids: np.ndarray | list[int]) -> list[Any]:
-    """The ``args`` of nodes ``eids`` (event ids) as stored: a dict, or None when absent.
-    A :class:`TraceGraph` keeps them in its event table (a node's args are its event's;
-    reading them unpacks a saved graph's packed args), a ``DiGraph`` on its nodes."""
-    ids = np.asarray(eids, dtype=np.int64)
-    if isinstance(G, TraceGraph):
-        col = G.event_args()
-        return [None] * len(ids) if col is None else col[ids].tolist()
-    nodes = G._node
-    return [nodes[i].get("args") for i in ids.tolist()]
-
-
-def edge_kinds_between(G: "nx.DiGraph | TraceGraph", us: Sequence[int], vs: Sequence[int]) -> list[str | None]:
-    """The kind of edge ``us[i] -> vs[i]`` (node ids) for every i, None where there is no
-    such edge. A :class:`TraceGraph` looks every pair up at once in its sorted edge keys
-    (no networkx view is made); a ``DiGraph`` in its adjacency."""
-    if isinstance(G, TraceGraph):
-        keys, kinds = G.edge_index
-        if not len(us) or not len(keys):
-            return [None] * len(us)
-        a = G.arrays
-        pu = key_positions(a.eid, np.asarray(us, dtype=np.int64))
-        pv = key_positions(a.eid, np.asarray(vs, dtype=np.int64))
-        q = pu * max(a.n, 1) + pv
-        at = np.minimum(np.searchsorted(keys, q), len(keys) - 1)
-        hit = (pu >= 0) & (pv >= 0) & (keys[at] == q)
-        return [kinds[j] if h else None for j, h in zip(at.tolist(), hit.tolist())]
-    succ = G._succ
-    return [(succ[u][v].get("kind") if u in succ and v in succ[u] else None) for u, v in zip(us, vs)]
-
-
-__all__ = ["TraceGraph", "AnyGraph", "arrays_of", "as_networkx", "edge_kinds_between", "node_args"]
+__all__ = ["TraceGraph"]

@@ -70,6 +70,69 @@ def payload_to_digraph(payload: dict) -> nx.DiGraph:
     return G
 
 
+#: What a node attribute left out of a hand-built graph reads as (:func:`completed_payload`).
+NODE_DEFAULTS: dict[str, Any] = {"name": "", "pid": None, "tid": None, "device": -1, "stream": -1,
+                                 "correlation": -1, "external_id": -1, "args": None}
+
+
+def completed_payload(G: nx.DiGraph) -> dict:
+    """Column payload of a ``DiGraph`` made by hand with the node attributes of
+    docs/model.md: ``kind``, ``ts`` and ``dur`` (int ns) required on every node, the others
+    read as :data:`NODE_DEFAULTS`; every edge has a string ``kind``. Without an ``events``
+    table in ``G.graph`` one is made from the nodes (event id = node id; ids that are not
+    nodes are rows of kind ``other``). ``G`` is not changed. ``ValueError`` names what does
+    not fit (a node id that is not a non-negative int, a missing or extra attribute)."""
+    nodes = list(G._node)
+    if not all(type(n) is int and n >= 0 for n in nodes):
+        raise ValueError("node ids must be non-negative ints (event ids)")
+    n = len(nodes)
+    size = max(nodes) + 1 if n else 0
+    if size > 4 * n + 1024:
+        raise ValueError(f"node ids up to {size - 1:,} for {n:,} nodes: too sparse for an event table")
+    has_rank = bool(n) and all("rank" in d for d in G._node.values())
+    keys = set(NODE_KEYS) | ({"rank"} if has_rank else set())
+    done: list[dict[str, Any]] = []
+    for i, d in G._node.items():
+        missing = [k for k in ("kind", "ts", "dur") if k not in d]
+        extra = sorted(set(d) - keys)
+        if missing or extra:
+            what = f"lacks {', '.join(missing)}" if missing else f"has attributes opgraph does not hold: {', '.join(extra)}"
+            raise ValueError(f"node {i} {what}")
+        done.append({**NODE_DEFAULTS, **d})
+    ev = G.graph.get("events")
+    if isinstance(ev, pd.DataFrame) and "args" in ev and len(ev) >= size:
+        args = ev["args"].to_numpy(dtype=object)
+        for i, d in zip(nodes, done):
+            d["args"] = args[i]
+    else:
+        rows = dict(zip(nodes, done))
+        col = lambda k, fill: [rows[i][k] if i in rows else fill for i in range(size)]  # noqa: E731
+        args = np.empty(size, dtype=object)
+        args[:] = col("args", None)
+        ev = pd.DataFrame({
+            "eid": np.arange(size, dtype=np.int64), "kind": col("kind", "other"), "cat": [""] * size,
+            "ph": ["X"] * size, "name": col("name", ""), "ts_ns": np.array(col("ts", 0), dtype=np.int64),
+            "dur_ns": np.array(col("dur", 0), dtype=np.int64), "pid": col("pid", None), "tid": col("tid", None),
+            **{k: np.array(col(k, -1), dtype=np.int64) for k in ("device", "stream", "correlation", "external_id")},
+            "rf_id": np.full(size, -1, dtype=np.int64), "flow_id": np.full(size, -1, dtype=np.int64),
+            "rank": np.array(col("rank", -1), dtype=np.int64) if has_rank else np.full(size, -1, dtype=np.int64),
+            "args": args})
+        for i, d in zip(nodes, done):
+            d["args"] = args[i]
+    for u, v, d in G.edges(data=True):
+        if not isinstance(d.get("kind"), str):
+            raise ValueError(f"edge {u} -> {v} has no kind")
+    H = nx.DiGraph()
+    H.graph.update(G.graph)
+    H.graph["events"] = ev
+    H.add_nodes_from(zip(nodes, done))
+    H.add_edges_from(G.edges(data=True))
+    got = graph_to_payload(H)
+    if got is None:
+        raise ValueError("node attributes of the wrong type (ts, dur, device, stream, correlation, external_id: ints)")
+    return got
+
+
 def factorize_values(values: list) -> tuple[np.ndarray, np.ndarray]:
     """(distinct values, int32 codes) of ``values`` (None kept as a value)."""
     codes, uniques = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=False)

@@ -6,27 +6,22 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-import networkx as nx
 import pandas as pd
 
 from opgraph.graph.model import TraceGraph
 
 
-def edge_kind_counts(G: "nx.DiGraph | TraceGraph") -> Counter:
+def edge_kind_counts(G: TraceGraph) -> Counter:
     """Number of edges of each kind."""
-    if isinstance(G, TraceGraph):
-        return Counter(G.edge_kinds().tolist())
-    return Counter(d["kind"] for _, _, d in G.edges(data=True))
+    return Counter(G.edge_kinds().tolist())
 
 
-def node_kind_counts(G: "nx.DiGraph | TraceGraph") -> Counter:
+def node_kind_counts(G: TraceGraph) -> Counter:
     """Number of nodes of each kind."""
-    if isinstance(G, TraceGraph):
-        return Counter(G.column("kind").tolist())
-    return Counter(d["kind"] for _, d in G.nodes(data=True))
+    return Counter(G.column("kind").tolist())
 
 
-def graph_summary(G: "nx.DiGraph | TraceGraph") -> dict[str, Any]:
+def graph_summary(G: TraceGraph) -> dict[str, Any]:
     """Counts and metadata of a built graph (the content of ``opgraph info``)."""
     ev: pd.DataFrame = G.graph.get("events")
     nodes = node_kind_counts(G)

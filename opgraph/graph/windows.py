@@ -42,7 +42,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 
@@ -260,36 +259,15 @@ class WindowColumns:
         return cls(a.kind, a.name, a.ts, a.end, a.eid, a.lane, a.out_edges("launch")[0])
 
     @classmethod
-    def from_graph(cls, G: nx.DiGraph) -> "WindowColumns":
-        """Columns of a graph's nodes (one pass); its ``launch`` edges are read only if a
-        thread analysis needs them."""
-        attrs = list(G._node.values())
-        n = len(attrs)
-        eid = np.fromiter(G._node.keys(), dtype=np.int64, count=n) if n else np.empty(0, np.int64)
-        kind = np.array([d.get("kind") for d in attrs], dtype=object)
-        name = np.array([d.get("name") for d in attrs], dtype=object)
-        ts = np.array([d.get("ts", 0) for d in attrs], dtype=np.int64)
-        end = ts + np.maximum(np.array([d.get("dur", 0) for d in attrs], dtype=np.int64), 0)
-        lane = thread_lanes([d.get("pid") for d in attrs], [d.get("tid") for d in attrs])
-
-        def load() -> np.ndarray:
-            src = [u for u, nbrs in G._succ.items() for d in nbrs.values() if d.get("kind") == "launch"]
-            pos = dict(zip(eid.tolist(), range(n)))
-            return np.array([pos[u] for u in src], dtype=np.int64)
-
-        return cls(kind, name, ts, end, eid, lane, None, load)
-
-    @classmethod
     def of(cls, src: Any) -> "WindowColumns":
         """Columns of ``src``: a :class:`WindowColumns`, a
-        :class:`~opgraph.graph.arrays.GraphArrays`, a networkx graph, or anything with a
-        ``window_columns()`` method (the :class:`~opgraph.analysis.graph_frame.GraphFrame`)."""
+        :class:`~opgraph.graph.arrays.GraphArrays`, or anything with a ``window_columns()``
+        method (a :class:`~opgraph.graph.model.TraceGraph`, the
+        :class:`~opgraph.analysis.graph_frame.GraphFrame`)."""
         if isinstance(src, WindowColumns):
             return src
         if isinstance(src, GraphArrays):
             return cls.from_arrays(src)
-        if isinstance(src, nx.Graph):
-            return cls.from_graph(src)
         if hasattr(src, "window_columns"):
             return src.window_columns()
         raise TypeError(f"cannot select windows from a {type(src).__name__}")
@@ -337,7 +315,7 @@ def select_windows(src: Any, window: str | None = None, step_regex: str | None =
 
     Parameters
     ----------
-    src : GraphArrays, networkx.DiGraph, GraphFrame or WindowColumns
+    src : GraphArrays, TraceGraph, GraphFrame or WindowColumns
         The trace graph, or its columns.
     window : str, optional
         ``None``: the steps (``ProfilerStep#N`` host ranges, else GPU annotations, else NVTX

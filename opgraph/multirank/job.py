@@ -14,13 +14,13 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 
 from opgraph.version import GRAPH_SCHEMA_VERSION, __version__
 from opgraph.errors import OpgraphInputError
 from opgraph.graph.edge_kinds import renumbered
+from opgraph.graph.model import TraceGraph
 from opgraph.multirank.executor import run
 from opgraph.multirank.identity import check_ranks, discover, identical_traces
 from opgraph.multirank.match import align_clocks, match_collectives
@@ -185,10 +185,9 @@ class JobBuild:
     def job(self) -> dict[str, Any]:
         return self.payload["graph"]["job"]
 
-    def graph(self) -> nx.DiGraph:
-        """The job as a ``networkx.DiGraph``."""
-        from opgraph.graph.io import graph_from_payload
-        return graph_from_payload(self.payload)
+    def graph(self) -> TraceGraph:
+        """The job graph (a :class:`~opgraph.graph.model.TraceGraph`)."""
+        return TraceGraph(self.payload)
 
 
 def matched_collectives(results: list[RankResult]) -> tuple[pd.DataFrame, Any, list[dict[str, Any]]]:
@@ -418,7 +417,7 @@ def build_job(inputs: Sequence[str] | str, keep: str | None = "auto", workers: i
               scheduler: str | None = None, budget: int | None = None,
               progress: Callable[[int, int], None] | None = None) -> JobBuild:
     """Read every rank of a job (directory, glob or files) and merge them into one job
-    payload; ``.graph()`` gives the ``DiGraph``. See :func:`collect` for the options."""
+    payload; ``.graph()`` gives the :class:`~opgraph.graph.model.TraceGraph`. See :func:`collect` for the options."""
     results, skipped, note = collect(inputs, keep, workers, scheduler, budget, progress)
     payload = merge_results(results)
     if skipped:
@@ -430,6 +429,6 @@ def build_job(inputs: Sequence[str] | str, keep: str | None = "auto", workers: i
     return JobBuild(payload, skipped, note)
 
 
-def load_job(inputs: Sequence[str] | str, **kw: Any) -> nx.DiGraph:
-    """:func:`build_job` and return the ``DiGraph``."""
+def load_job(inputs: Sequence[str] | str, **kw: Any) -> TraceGraph:
+    """:func:`build_job` and return the job graph."""
     return build_job(inputs, **kw).graph()

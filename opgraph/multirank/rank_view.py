@@ -5,10 +5,9 @@
 intra-rank edges (no ``collective`` edge), its rows of the event table and the graph
 attributes its file was built with, times on its own clock (or on the job's aligned clock).
 
-The cut is made on the columns (:func:`rank_payload`): a job held as a
+The cut is made on the columns (:func:`rank_payload`): the job's
 :class:`~opgraph.graph.model.TraceGraph` gives a ``TraceGraph`` of the rank without one
-Python dict per node or edge; a job held as a ``networkx.DiGraph`` gives the ``DiGraph``
-of the same columns.
+Python dict per node or edge.
 """
 
 from __future__ import annotations
@@ -19,11 +18,11 @@ import numpy as np
 import pandas as pd
 
 from opgraph.graph.edge_kinds import renumbered
-from opgraph.graph.model import AnyGraph, TraceGraph
-from opgraph.graph.payload import PICKLE_MAGIC, graph_to_payload
+from opgraph.graph.model import TraceGraph
+from opgraph.graph.payload import PICKLE_MAGIC
 
 
-def is_job(G: AnyGraph) -> bool:
+def is_job(G: TraceGraph) -> bool:
     """True for a multi-rank job graph."""
     return isinstance(G.graph.get("job"), dict)
 
@@ -103,22 +102,15 @@ def _rank_row_of(graph: dict[str, Any], r: int) -> dict[str, Any]:
     return row
 
 
-def rank_subgraph(G: AnyGraph, r: int, aligned: bool = False) -> AnyGraph:
-    """Rank ``r`` of a job graph as an ordinary single-rank graph, in the form ``G`` is
-    held in (a :class:`~opgraph.graph.model.TraceGraph` or a ``networkx.DiGraph``): its
-    nodes (local ids), its intra-rank edges, its events table and graph attributes as built
-    from its file (module docstring).
+def rank_subgraph(G: TraceGraph, r: int, aligned: bool = False) -> TraceGraph:
+    """Rank ``r`` of a job graph as an ordinary single-rank graph: its nodes (local ids),
+    its intra-rank edges, its events table and graph attributes as built from its file
+    (module docstring).
 
     Times are on the rank's own clock (as in its file) unless ``aligned`` (then the job's
     aligned clock). Raises ``KeyError`` when the rank is not in the job or was not kept
     in full."""
-    if isinstance(G, TraceGraph):
-        return TraceGraph(rank_payload(G.payload, G.graph, r, aligned))
-    _rank_row_of(G.graph, r)   # before the whole job is turned into columns
-    payload = graph_to_payload(G)
-    if payload is None:
-        raise ValueError("not an opgraph-built job graph: it has no column form")
-    return TraceGraph(rank_payload(payload, G.graph, r, aligned)).to_networkx()
+    return TraceGraph(rank_payload(G.payload, G.graph, r, aligned))
 
 
 __all__ = ["is_job", "rank_events", "rank_payload", "rank_subgraph"]

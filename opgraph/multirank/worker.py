@@ -244,19 +244,15 @@ def rank_result(path: str, keep_full: bool | frozenset[int]) -> RankResult:
     is known (here, in the worker), so unwanted payloads never leave the worker. Bad input raises
     :class:`~opgraph.errors.OpgraphInputError` (picklable, so it crosses process and
     Dask boundaries intact)."""
-    import networkx as nx
-
     from opgraph.graph.build import build_payload
     from opgraph.graph.io import read_input
+    from opgraph.graph.model import TraceGraph
     from opgraph.graph.packed_args import unpack_payload
-    from opgraph.graph.payload import graph_to_payload
 
     with gc_paused():
         got = read_input(path)
-        if isinstance(got, nx.DiGraph):
-            payload = graph_to_payload(got)
-            if payload is None:
-                raise OpgraphInputError(path, "saved graph is not a single-rank opgraph graph")
+        if isinstance(got, TraceGraph):
+            payload = unpack_payload(got.payload)
             if "rank" in payload["node_cols"]:
                 raise OpgraphInputError(path, "is already a multi-rank job graph")
             meta = payload["graph"]

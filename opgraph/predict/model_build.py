@@ -21,7 +21,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from opgraph.graph.model import AnyGraph, arrays_of
+from opgraph.graph.model import TraceGraph
 from opgraph.analysis.op_hierarchy import input_dims
 from opgraph.analysis.kind_codes import K_KERNEL, K_MEMCPY, K_MEMSET, K_RUNTIME
 from opgraph.analysis.graph_frame import GraphFrame, frame_of
@@ -64,7 +64,7 @@ class ProfileOps:
 def _sync_waits(f: GraphFrame) -> pd.Series:
     """Per runtime-call position: the latest end (ns) of the device work its ``sync``
     edges say it waited for."""
-    a = arrays_of(f.G)
+    a = f.G.arrays
     s_pos, d_pos = a.out_edges("sync")
     if not len(s_pos):
         return pd.Series(dtype=np.int64)
@@ -77,7 +77,7 @@ def _sync_waits(f: GraphFrame) -> pd.Series:
     return pd.Series(f.end[s]).groupby(t).max()
 
 
-def profile_ops(G: AnyGraph | GraphFrame, params: OverheadParams | None = None,
+def profile_ops(G: TraceGraph | GraphFrame, params: OverheadParams | None = None,
                 window: AnalysisWindow | None = None, comm_waits: Mapping[int, int] | None = None) -> ProfileOps:
     """The top-level ops of a profiled graph with their launch calls and device activities.
 
@@ -228,7 +228,7 @@ def _entries(po: ProfileOps, by: list[str]) -> dict[Any, LookupEntry]:
     return out
 
 
-def build_lookup(G: AnyGraph | GraphFrame, params: OverheadParams | None = None,
+def build_lookup(G: TraceGraph | GraphFrame, params: OverheadParams | None = None,
                  po: ProfileOps | None = None, device: str | None = None) -> KernelLookup:
     """The measured lookup table of a profiled trace (see the module docstring)."""
     po = po or profile_ops(G, params)
@@ -246,7 +246,7 @@ def build_lookup(G: AnyGraph | GraphFrame, params: OverheadParams | None = None,
                         comm_waits=po.comm_waits)
 
 
-def profile_device_name(G: AnyGraph) -> str | None:
+def profile_device_name(G: TraceGraph) -> str | None:
     """The ``devices.json`` name of the trace's GPU (from ``deviceProperties``), if known."""
     from opgraph.devices.peaks import lookup_properties
 
@@ -258,7 +258,7 @@ def profile_device_name(G: AnyGraph) -> str | None:
     return None
 
 
-def build_calibration(G: AnyGraph | GraphFrame, device: str | None = None, params: OverheadParams | None = None,
+def build_calibration(G: TraceGraph | GraphFrame, device: str | None = None, params: OverheadParams | None = None,
                       po: ProfileOps | None = None) -> RooflineCalibration:
     """Per-op-class roofline fits of a profiled trace: for every top-level op that
     launched device work and has a FLOP/byte model (:func:`opgraph.analysis.flops.op_cost`),

@@ -23,7 +23,7 @@ import networkx as nx
 import numpy as np
 
 from opgraph.graph.arrays import GraphArrays
-from opgraph.graph.model import AnyGraph, as_networkx
+from opgraph.graph.model import TraceGraph
 from opgraph.intervals import union_intervals
 from opgraph.analysis.critical_path.model import CATEGORIES
 from opgraph.analysis.critical_path.run_result import CriticalPathResult
@@ -116,7 +116,7 @@ def _own_step_times(steps: list[dict[str, Any]]) -> None:
 class PredictResult:
     """A replay (no transforms) or what-if prediction of one graph. Times in ns."""
 
-    G: AnyGraph
+    G: TraceGraph
     model: BoundaryModel
     transforms: list[Transform]
     arr_pred: GraphArrays
@@ -139,7 +139,7 @@ class PredictResult:
         """``G`` with predicted ``ts``/``dur`` on every node (removed events: zero duration
         and ``removed=True``). Shares edges and ``graph`` with ``G``: read-only."""
         if self._graph is None:
-            H = predicted_graph(as_networkx(self.G), self.arr_pred)   # the networkx view, made here only
+            H = predicted_graph(self.G.to_networkx(), self.arr_pred)   # the networkx view, made here only
             if self.removed.any():
                 for e in self.arr_pred.eid[self.removed].tolist():
                     H._node[e]["removed"] = True
@@ -296,7 +296,7 @@ class MakespanChange:
         return self.measured_ns - self.predicted_ns
 
 
-def makespan_change(G: AnyGraph, transforms: list[Transform], *, model: BoundaryModel | None = None
+def makespan_change(G: TraceGraph, transforms: list[Transform], *, model: BoundaryModel | None = None
                     ) -> MakespanChange:
     """The makespan of ``G`` replayed under ``transforms`` against the measured one, without
     the per-step critical paths :func:`predict` also computes (``opgraph advise`` prices
@@ -309,14 +309,14 @@ def makespan_change(G: AnyGraph, transforms: list[Transform], *, model: Boundary
     return MakespanChange(list(transforms), m1 - m0, p1 - p0)
 
 
-def predict(G: AnyGraph, transforms: list[Transform] | None = None, *, window: str | None = None,
-            source_device: str | None = None, arr: GraphArrays | None = None,
-            model: BoundaryModel | None = None, infer: bool = True) -> PredictResult:
+def predict(G: TraceGraph, transforms: list[Transform] | None = None, *, window: str | None = None,
+            source_device: str | None = None, model: BoundaryModel | None = None,
+            infer: bool = True) -> PredictResult:
     """Replay ``G`` (no transforms) or predict it under ``transforms``.
 
     Parameters
     ----------
-    G : networkx.DiGraph or TraceGraph
+    G : TraceGraph
         A graph built by :func:`opgraph.graph.build_graph`.
     transforms : list of Transform, optional
         From :func:`opgraph.predict.whatif.parse_transforms`.
@@ -335,7 +335,7 @@ def predict(G: AnyGraph, transforms: list[Transform] | None = None, *, window: s
     transforms = list(transforms or [])
     tm: dict[str, float] = {}
     t0 = time.perf_counter()
-    m = model if model is not None else build_model(G, arr, infer=infer)
+    m = model if model is not None else build_model(G, infer=infer)
     tm.update(m.timings)
     a = m.arr
     t1 = time.perf_counter()
@@ -343,7 +343,7 @@ def predict(G: AnyGraph, transforms: list[Transform] | None = None, *, window: s
     dev_report = None
     dev_tr = [t for t in transforms if t.kind == "device"]
     if dev_tr:
-        dev_fac, dev_report = device_factors(G, dev_tr[-1].device, source_device, arr=a)
+        dev_fac, dev_report = device_factors(G, dev_tr[-1].device, source_device)
         dev_tr[-1].matched = dev_report["roofline_modelled"] + dev_report["bandwidth_scaled"]
         dev_tr[-1].detail = dict(dev_report)
     tm["device_s"] = time.perf_counter() - t1

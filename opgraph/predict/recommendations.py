@@ -69,7 +69,7 @@ from typing import Any, Callable, ClassVar, Mapping
 
 import pandas as pd
 
-from opgraph.graph.model import AnyGraph
+from opgraph.graph.model import TraceGraph
 from opgraph.analysis.display import TableResult, json_records
 from opgraph.graph.windows import WindowError
 from opgraph.errors import OpgraphInputError
@@ -154,7 +154,7 @@ class _Inputs:
     """The analyses the rules read, each computed once on first use, and the what-if
     prices (one replay model for all)."""
 
-    def __init__(self, G: AnyGraph, given: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, G: TraceGraph, given: Mapping[str, Any] | None = None) -> None:
         self.G = G
         self._cache: dict[str, Any] = {k: v for k, v in (given or {}).items() if v is not None}
         self.unit = "ticks" if (G.graph.get("trace_metadata") or {}).get("timing") == "ordinal" else None
@@ -216,7 +216,7 @@ class _Inputs:
         from opgraph.predict.simulation import build_model
         from opgraph.predict.prediction import makespan_change
 
-        model = self.get("model", lambda: build_model(self.G, self.arrays()))
+        model = self.get("model", lambda: build_model(self.G))
         ch = self.get("whatif:" + key, lambda: makespan_change(self.G, transforms, model=model))
         return "; ".join(_describe(t) for t in transforms), max(0.0, ch.gain_ns / 1e3)
 
@@ -225,9 +225,7 @@ class _Inputs:
         return max((d["busy_us"] for d in self.idle().get("devices", [])), default=0.0)
 
     def arrays(self) -> Any:
-        from opgraph.graph.model import arrays_of
-
-        return self.get("arrays", lambda: arrays_of(self.G))
+        return self.G.arrays
 
     def makespan_us(self) -> float:
         def span() -> float:
@@ -466,12 +464,12 @@ RULES: dict[str, Callable[[_Inputs], list[Finding]]] = {
 }
 
 
-def recommendations(G: AnyGraph, given: Mapping[str, Any] | None = None) -> Recommendations:
+def recommendations(G: TraceGraph, given: Mapping[str, Any] | None = None) -> Recommendations:
     """Run every rule of the module docstring over ``G``.
 
     Parameters
     ----------
-    G : networkx.DiGraph or TraceGraph
+    G : TraceGraph
         A single-rank trace graph.
     given : mapping, optional
         Documents already computed with the default options, reused instead of computed

@@ -66,7 +66,8 @@ import numpy as np
 import pandas as pd
 
 from opgraph.graph.arrays import GraphArrays
-from opgraph.graph.model import arrays_of
+from opgraph.graph.model import TraceGraph
+
 from opgraph.graph.cycles import kahn_order
 from opgraph.analysis.critical_path.model import PRIORITY, ROLES, R, BoundaryEdges, boundary_edges, edge_categories
 from opgraph.analysis.critical_path.engine import boundary_times, dag_from_edges, pick_critical
@@ -310,7 +311,7 @@ def _lags(t: np.ndarray, src: np.ndarray, dst: np.ndarray, role: np.ndarray, own
     return lag.astype(np.int64), blocking, typical
 
 
-def build_model(G: nx.DiGraph, arr: GraphArrays | None = None, infer: bool = True) -> BoundaryModel:
+def build_model(G: TraceGraph, infer: bool = True) -> BoundaryModel:
     """The boundary DAG of ``G`` with measured lags (see the module docstring).
 
     The dependency model is the critical path's (:func:`opgraph.analysis.critical_path.boundary_edges`),
@@ -319,7 +320,7 @@ def build_model(G: nx.DiGraph, arr: GraphArrays | None = None, infer: bool = Tru
     launch-queue back-pressure the trace shows (:func:`_queue_edges`). Paths
     (:func:`critical_dag`) always use the graph's model."""
     t0 = time.perf_counter()
-    a = arr if arr is not None else arrays_of(G)
+    a = G.arrays
     t1 = time.perf_counter()
     n = a.n
     nb = 2 * n

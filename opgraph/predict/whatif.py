@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from opgraph.graph.linking import LAUNCH_API_RE
+from opgraph.graph.model import TraceGraph
 from opgraph.predict.simulation import NEVER, ROLES, R, BoundaryModel
 
 #: Roles whose lag is a latency (replaced by ``typical_latencies``).
@@ -312,8 +313,8 @@ def _check_range(m: BoundaryModel, lag: np.ndarray, start: np.ndarray, transform
 
 
 # --------------------------------------------------------------------------- device
-def device_factors(G, target: str, source: str | None = None, arr=None) -> tuple[np.ndarray, dict[str, Any]]:
-    """Per node position (order of ``arr`` / ``G``'s nodes), the factor re-timing each kernel
+def device_factors(G: TraceGraph, target: str, source: str | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+    """Per node position (order of ``G.arrays``), the factor re-timing each kernel
     from its trace device to ``target`` by roofline, and a report.
 
     A kernel with FLOPs and/or bytes from :func:`opgraph.analysis.roofline.roofline` keeps
@@ -322,10 +323,9 @@ def device_factors(G, target: str, source: str | None = None, arr=None) -> tuple
     known on both devices. Kernels without a model scale by the memory-bandwidth ratio.
     Collective kernels, copies and memsets keep their duration. Raises ``ValueError``
     (unknown device, no source device)."""
-    from opgraph.graph.model import arrays_of
     from opgraph.analysis.roofline import roofline
 
-    a = arr if arr is not None else arrays_of(G)
+    a = G.arrays
     tgt = roofline(G, device=target)
     src = roofline(G, device=source) if source else roofline(G)
     kt = tgt.kernels.set_index("eid")

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from opgraph.graph.arrays import GraphArrays
-from opgraph.graph.model import AnyGraph, arrays_of
+from opgraph.graph.model import TraceGraph
 from opgraph.graph.streams import LATE_START_NS
 from opgraph.analysis.critical_path.model import (
     CAT, PRIORITY, ROLES, R, BoundaryEdges, boundary_edges, edge_categories,
@@ -162,11 +162,11 @@ def dag_from_edges(a: GraphArrays, t: np.ndarray, be: BoundaryEdges, cat: np.nda
     return BoundaryDAG(a, t, cpred, cedge, src, dst, role, cat, own, inf, launch_time, held_by, held_inf)
 
 
-def boundary_dag(G: AnyGraph | None, arr: GraphArrays | None = None, extra: ExtraEdges | None = None
+def boundary_dag(G: TraceGraph | None, arr: GraphArrays | None = None, extra: ExtraEdges | None = None
                  ) -> BoundaryDAG:
     """Build the boundary DAG of ``G`` (or of ``arr``) and pick every boundary's critical
     predecessor; ``extra`` edges join the model's own edges before the pick."""
-    a = arr if arr is not None else arrays_of(G)
+    a = arr if arr is not None else G.arrays
     be = boundary_edges(a)
     cat = edge_categories(a, be.role, be.own, be.src, be.parent)
     return dag_from_edges(a, boundary_times(a), be, cat, extra=extra)

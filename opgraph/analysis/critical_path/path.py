@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from opgraph.graph.arrays import GraphArrays
-from opgraph.graph.model import AnyGraph
+from opgraph.graph.model import TraceGraph
 from opgraph.analysis.critical_path.engine import (
     BoundaryDAG, RawSegment,
     SEGMENT_FIELDS, boundary_dag, segment_columns, walk_back,
@@ -137,13 +137,13 @@ def walked_eids(a: GraphArrays, steps: list) -> list[int]:
     return a.eid[seq].tolist() if seq else []
 
 
-def critical_path(G: AnyGraph, window: str | None = None, dag: BoundaryDAG | None = None, *,
+def critical_path(G: TraceGraph, window: str | None = None, dag: BoundaryDAG | None = None, *,
                   with_nodes: bool = True) -> CriticalPathResult:
     """Critical path per window.
 
     Parameters
     ----------
-    G : networkx.DiGraph or TraceGraph
+    G : TraceGraph
         A graph built by :func:`opgraph.graph.build_graph`.
     window : str, optional
         ``None``: each step (:func:`opgraph.graph.windows.select_windows`: ``ProfilerStep#N``

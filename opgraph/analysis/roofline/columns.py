@@ -9,12 +9,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Mapping
 
-import networkx as nx
 import numpy as np
 
 from opgraph.analysis.roofline.objects import isin_obj
 from opgraph.analysis.roofline.table_links import nest_and_launch_links
-from opgraph.graph.arrays import GraphArrays
 from opgraph.graph.model import TraceGraph
 from opgraph.ingest.table import HOST_KINDS
 
@@ -52,28 +50,9 @@ class TraceColumns:
         return self.kind == "cpu_op"
 
     @classmethod
-    def from_graph(cls, G: nx.DiGraph) -> "TraceColumns":
-        """From a built graph (its ``nest`` and ``launch`` edges, via
-        :class:`~opgraph.graph.arrays.GraphArrays`)."""
-        a = GraphArrays.from_graph(G)
-        attrs = list(G._node.values())
-        n = a.n
-        ext = np.array([d.get("external_id", -1) for d in attrs], dtype=np.int64)
-        if n and "args" in attrs[0]:
-            args = np.empty(n, dtype=object)
-            args[:] = [d.get("args") for d in attrs]
-        else:
-            ev = G.graph.get("events")
-            args = ev["args"].to_numpy(dtype=object)[a.eid] if ev is not None and n else np.full(n, None, dtype=object)
-        ps, pd_ = a.out_edges("nest")
-        ls, ld = a.out_edges("launch")
-        return cls.from_edges(a.eid, a.kind, a.name, a.ts, a.end - a.ts, a.device, ext, args, ps, pd_, ls, ld,
-                              G.graph)
-
-    @classmethod
     def from_trace_graph(cls, T: TraceGraph) -> "TraceColumns":
         """From a :class:`~opgraph.graph.model.TraceGraph` (its cached arrays; each node's
-        args are its event's), equal to :meth:`from_graph` of its networkx view."""
+        args are its event's)."""
         a = T.arrays
         ev = T.graph.get("events")
         n = a.n
@@ -153,13 +132,10 @@ class TraceColumns:
         return cls(eid, kind, name, ts, dur, device, ext, args, parent, ls, ld, graph)
 
 
-def columns_of(source: "nx.DiGraph | TraceGraph | TraceColumns | Mapping[str, Any]") -> TraceColumns:
-    """:class:`TraceColumns` of a graph (networkx or columns), of a build payload, or
-    ``source`` itself."""
+def columns_of(source: "TraceGraph | TraceColumns | Mapping[str, Any]") -> TraceColumns:
+    """:class:`TraceColumns` of a graph, of a build payload, or ``source`` itself."""
     if isinstance(source, TraceColumns):
         return source
     if isinstance(source, TraceGraph):
         return TraceColumns.from_trace_graph(source)
-    if isinstance(source, nx.DiGraph):
-        return TraceColumns.from_graph(source)
     return TraceColumns.from_payload(source)

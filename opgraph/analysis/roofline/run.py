@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-import networkx as nx
 import numpy as np
 
 from opgraph.analysis.roofline.activity_dtypes import activity_dtypes, canonical_dtype
@@ -16,16 +15,17 @@ from opgraph.analysis.roofline.devices import DeviceInfo, resolve_devices
 from opgraph.analysis.roofline.frames import kernel_frame, op_frame, problem_sizes
 from opgraph.analysis.roofline.op_costs import cost_ops, counted_ops, world_size
 from opgraph.analysis.roofline.result import RooflineResult
+from opgraph.graph.model import TraceGraph
 
 
-def roofline(source: nx.DiGraph | TraceColumns | Mapping[str, Any], *, device: str | None = None,
+def roofline(source: "TraceGraph | TraceColumns | Mapping[str, Any]", *, device: str | None = None,
              dtype: str | None = None) -> RooflineResult:
     """Attribute op FLOPs/bytes to device activities and compute achieved rates.
 
     Parameters
     ----------
-    source : networkx.DiGraph, TraceColumns, or a build payload
-        A graph from :func:`opgraph.graph.build_graph`, or its column form.
+    source : TraceGraph, TraceColumns, or a build payload
+        A graph from :func:`opgraph.graph.build_graph` or a load, or its column form.
     device : str, optional
         Table name or runtime name of the device to use for every activity (overrides
         ``deviceProperties``). Raises ``ValueError`` if unknown.

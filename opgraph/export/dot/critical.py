@@ -23,7 +23,7 @@ from opgraph.analysis.critical_path.result import WindowPath
 from opgraph.analysis.critical_path.path import critical_path
 from opgraph.graph.arrays import GraphArrays
 from opgraph.graph.windows import Window
-from opgraph.graph.model import AnyGraph
+from opgraph.graph.model import TraceGraph
 
 
 @dataclass
@@ -55,7 +55,7 @@ def held_time(a: GraphArrays, wp: WindowPath) -> dict[int, int]:
     return dict(own)
 
 
-def view_path(G: AnyGraph, d: BoundaryDAG, a: GraphArrays, window: str | None, wins: Sequence[Window]
+def view_path(G: TraceGraph, d: BoundaryDAG, a: GraphArrays, window: str | None, wins: Sequence[Window]
               ) -> ViewPath:
     """The critical path of the windows ``wins`` (:func:`opgraph.graph.windows.select_windows`
     of ``window`` on ``a``, the arrays of ``G`` and ``d``)."""

@@ -14,12 +14,10 @@ from pathlib import Path
 from typing import Any
 
 
-from opgraph.analysis.critical_path.engine import BoundaryDAG
 from opgraph.export.dot.layout import dot_source, to_pydot
 from opgraph.export.dot.select import graph_view
 from opgraph.export.dot.view import GraphView
-from opgraph.graph.arrays import GraphArrays
-from opgraph.graph.model import AnyGraph
+from opgraph.graph.model import TraceGraph
 
 
 def dot_program() -> str | None:
@@ -54,7 +52,7 @@ def render(dot_text: str, fmt: str, timeout: float | None = 600) -> bytes:
     return _run("neato", ["-n2", f"-T{fmt}"], dot_text.encode("utf-8"), timeout)
 
 
-def write_graphviz(G: AnyGraph, path: str | Path, fmt: str | None = None, *, view: GraphView | None = None,
+def write_graphviz(G: TraceGraph, path: str | Path, fmt: str | None = None, *, view: GraphView | None = None,
                    inputs: tuple[str | Path, ...] = (), **view_opts: Any) -> GraphView:
     """Write ``G`` (through :func:`~opgraph.export.dot.select.graph_view` with ``view_opts``)
     as DOT, SVG or PNG (``fmt``, default from the file suffix); whole or not at all, never
@@ -72,11 +70,10 @@ def write_graphviz(G: AnyGraph, path: str | Path, fmt: str | None = None, *, vie
     return v
 
 
-def critical_path_svg(G: AnyGraph, window: str, max_nodes: int = 150, collapse: str | None = "op",
-                      title: str | None = None, arr: GraphArrays | None = None,
-                      dag: BoundaryDAG | None = None) -> tuple[str, GraphView]:
+def critical_path_svg(G: TraceGraph, window: str, max_nodes: int = 150, collapse: str | None = "op",
+                      title: str | None = None) -> tuple[str, GraphView]:
     """SVG text of the critical path (with its one-hop neighbours) of ``window``, for
     embedding (the HTML report). Raises :class:`GraphvizMissing` without Graphviz."""
-    v = graph_view(G, window=window, critical_only=True, collapse=collapse, max_nodes=max_nodes, arr=arr, dag=dag)
+    v = graph_view(G, window=window, critical_only=True, collapse=collapse, max_nodes=max_nodes)
     svg = render(dot_source(v, title), "svg").decode("utf-8")
     return svg, v

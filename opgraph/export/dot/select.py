@@ -22,7 +22,7 @@ from opgraph.export.dot.critical import view_path
 from opgraph.export.dot.view import ACTIVITY_KINDS, HOST_KINDS, EmptySelection, GraphView, ViewEdge, ViewNode
 from opgraph.graph.arrays import GraphArrays
 from opgraph.graph.windows import select_windows
-from opgraph.graph.model import AnyGraph, arrays_of, edge_kinds_between
+from opgraph.graph.model import TraceGraph
 
 DEFAULT_MAX_NODES = 400
 #: Edge kinds drawn from the graph as they are (through the collapse); the order kinds
@@ -45,7 +45,7 @@ def _window_members(a: GraphArrays, dag: BoundaryDAG, wins: list[tuple[str, int 
     return mask
 
 
-def _lane_names(G: AnyGraph) -> dict[tuple, str]:
+def _lane_names(G: TraceGraph) -> dict[tuple, str]:
     ev = G.graph.get("events")
     out: dict[tuple, str] = {}
     if ev is None or not len(ev):
@@ -129,7 +129,7 @@ def _view_nodes(a: GraphArrays, drawn: set[int], parent: np.ndarray, rep: np.nda
     return vnodes
 
 
-def _view_edges(G: AnyGraph, eids: np.ndarray, vnodes: dict[int, ViewNode], drawn: set[int],
+def _view_edges(G: TraceGraph, eids: np.ndarray, vnodes: dict[int, ViewNode], drawn: set[int],
                 mapped: set[tuple[int, int, str]], chain_r: list[list[int]]) -> list[ViewEdge]:
     """Order edges among the drawn nodes, the cross-lane edges between them, and the
     critical path: the drawn edge of each step highlighted, or a ``critical`` edge added."""
@@ -148,7 +148,7 @@ def _view_edges(G: AnyGraph, eids: np.ndarray, vnodes: dict[int, ViewNode], draw
         for x, y in zip(grp, grp[1:]):
             edges.append(ViewEdge(x.eid, y.eid, k))
     # a drawn edge the graph does not hold (its ends are linked through cut nodes) is a gap
-    for e, k in zip(edges, edge_kinds_between(G, [e.u for e in edges], [e.v for e in edges])):
+    for e, k in zip(edges, G.edge_kinds_between([e.u for e in edges], [e.v for e in edges])):
         e.gap = k != e.kind
     for u, v, k in sorted(mapped):
         if k in _CROSS_KINDS and u in drawn and v in drawn:
@@ -181,14 +181,13 @@ def _view_edges(G: AnyGraph, eids: np.ndarray, vnodes: dict[int, ViewNode], draw
     return edges
 
 
-def graph_view(G: AnyGraph, window: str | None = None, critical_only: bool = False,
-               collapse: str | None = None, max_nodes: int | None = DEFAULT_MAX_NODES,
-               arr: GraphArrays | None = None, dag: BoundaryDAG | None = None) -> GraphView:
+def graph_view(G: TraceGraph, window: str | None = None, critical_only: bool = False,
+               collapse: str | None = None, max_nodes: int | None = DEFAULT_MAX_NODES) -> GraphView:
     """Choose the nodes and edges to draw.
 
     Parameters
     ----------
-    G : networkx.DiGraph
+    G : TraceGraph
         A graph built by opgraph.
     window : str, optional
         As ``critical-path --window`` (:func:`opgraph.graph.windows.select_windows`):
@@ -216,12 +215,12 @@ def graph_view(G: AnyGraph, window: str | None = None, critical_only: bool = Fal
     ValueError
         When the graph has no events to draw.
     """
-    a = arr if arr is not None else arrays_of(G)
+    a = G.arrays
     if not a.n:
         raise ValueError("the graph has no events to draw")
     sel = select_windows(a, window)
     wins, mode = [(w.name, w.eid, w.start_ns, w.end_ns) for w in sel], sel.mode
-    d = dag if dag is not None else boundary_dag(G, a)
+    d = boundary_dag(G, a)
     member = _window_members(a, d, wins)
     parent = a.host_parent
     rep = representatives(a, parent, collapse)

@@ -46,7 +46,7 @@ from opgraph.export.html.format import html_table as _table
 from opgraph.export.html.format import num_span as _num
 from opgraph.export.html.format import path_key as _k
 from opgraph.export.html.format import short_name as _short
-from opgraph.graph.model import AnyGraph
+from opgraph.graph.model import TraceGraph
 
 #: Options of the embedded critical-path picture (``export --svg --critical-only
 #: --collapse op --max-nodes 120 --window <the median step>``).
@@ -69,7 +69,7 @@ def _json_roundtrip(doc: Any) -> Any:
 
 
 # --------------------------------------------------------------------------- data
-def report_data(G: AnyGraph, batch_size: int | None = None, device: str | None = None,
+def report_data(G: TraceGraph, batch_size: int | None = None, device: str | None = None,
                 dtype: str | None = None, notes: list[str] | None = None) -> dict[str, Any]:
     """The JSON documents of every section (see the module docstring); a section whose
     analysis fails or is not installed is absent, with a line in ``notes``."""
@@ -347,7 +347,7 @@ def _section_graph_replay(data: dict[str, Any]) -> str:
 
 
 # --------------------------------------------------------------------------- page
-def _critical_picture(G: AnyGraph, data: dict[str, Any], notes: list[str]) -> tuple[str | None, str]:
+def _critical_picture(G: TraceGraph, data: dict[str, Any], notes: list[str]) -> tuple[str | None, str]:
     """The embedded SVG of the critical path of the median-length window."""
     from opgraph.export.dot import GraphvizMissing, critical_path_svg
 
@@ -374,7 +374,7 @@ def _critical_picture(G: AnyGraph, data: dict[str, Any], notes: list[str]) -> tu
     return svg, note
 
 
-def render_html(G: AnyGraph, data: dict[str, Any], notes: list[str], title: str,
+def render_html(G: TraceGraph, data: dict[str, Any], notes: list[str], title: str,
                 with_picture: bool = True) -> str:
     from opgraph.export.assets.report import CSS, JS
     from opgraph.time_categories import COLOURS, CROSS_RANK_CATEGORIES, IDLE_CAUSES
@@ -438,7 +438,7 @@ drawn by the script in this file, no network access.</p>{f"<ul>{foot}</ul>" if f
 """
 
 
-def write_report(G: AnyGraph, path: str | Path, batch_size: int | None = None, device: str | None = None,
+def write_report(G: TraceGraph, path: str | Path, batch_size: int | None = None, device: str | None = None,
                  dtype: str | None = None, title: str | None = None, with_picture: bool = True,
                  inputs: tuple[str | Path, ...] = ()) -> dict[str, Any]:
     """Write the HTML report of ``G`` to ``path`` (whole or not at all, never over one of

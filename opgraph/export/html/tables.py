@@ -21,7 +21,7 @@ from opgraph.export.html.format import html_table as _table
 from opgraph.export.html.format import num_span as _num
 from opgraph.export.html.format import path_key as _k
 from opgraph.export.html.format import short_name as _short
-from opgraph.graph.model import AnyGraph
+from opgraph.graph.model import TraceGraph
 
 #: Column format codes: ``s`` text, ``n`` number (3 decimals), ``i`` integer, ``p`` percent,
 #: ``b`` bytes as a number, ``k`` kernel name (shortened, full name as tooltip).
@@ -48,7 +48,7 @@ class SectionSpec:
     key: str
     title: str
     command: tuple[str, ...]
-    compute: Callable[[AnyGraph, "Shared"], Any]
+    compute: Callable[[TraceGraph, "Shared"], Any]
     tables: tuple[TableSpec, ...]
     empty: str
 
@@ -58,54 +58,54 @@ class Shared(dict):
     ``"_roofline"``, the roofline result with the commands' default options (computed once
     for the categories and shapes sections)."""
 
-    def roofline(self, G: AnyGraph) -> Any:
+    def roofline(self, G: TraceGraph) -> Any:
         if "_roofline" not in self:
             from opgraph.analysis.roofline import roofline
             self["_roofline"] = roofline(G)
         return self["_roofline"]
 
 
-def _overlap(G: AnyGraph, shared: Shared) -> Any:
+def _overlap(G: TraceGraph, shared: Shared) -> Any:
     from opgraph.analysis.overlap import comm_overlap
     return comm_overlap(G).to_dict()
 
 
-def _categories(G: AnyGraph, shared: Shared) -> Any:
+def _categories(G: TraceGraph, shared: Shared) -> Any:
     from opgraph.analysis.categories import gpu_categories
     return gpu_categories(G, shared.roofline(G)).to_dict()
 
 
-def _memory_bw(G: AnyGraph, shared: Shared) -> Any:
+def _memory_bw(G: TraceGraph, shared: Shared) -> Any:
     from opgraph.analysis.memory_bw import memory_bandwidth
     return memory_bandwidth(G).to_dict()
 
 
-def _collectives(G: AnyGraph, shared: Shared) -> Any:
+def _collectives(G: TraceGraph, shared: Shared) -> Any:
     from opgraph.analysis.collectives import collectives
     return collectives(G).to_dict()
 
 
-def _launch(G: AnyGraph, shared: Shared) -> Any:
+def _launch(G: TraceGraph, shared: Shared) -> Any:
     from opgraph.analysis.launch_stats import launch_stats
     return launch_stats(G, 50.0, 100.0).to_dict(10)
 
 
-def _queue(G: AnyGraph, shared: Shared) -> Any:
+def _queue(G: TraceGraph, shared: Shared) -> Any:
     from opgraph.analysis.queue_length import queue_length
     return queue_length(G, 1024).to_dict()
 
 
-def _memory(G: AnyGraph, shared: Shared) -> Any:
+def _memory(G: TraceGraph, shared: Shared) -> Any:
     from opgraph.analysis.memory_timeline import memory_timeline
     return memory_timeline(G, None).to_dict(series=False)
 
 
-def _counters(G: AnyGraph, shared: Shared) -> Any:
+def _counters(G: TraceGraph, shared: Shared) -> Any:
     from opgraph.analysis.counters import cupti_counters
     return cupti_counters(G).to_dict()
 
 
-def _shapes(G: AnyGraph, shared: Shared) -> Any:
+def _shapes(G: TraceGraph, shared: Shared) -> Any:
     from opgraph.analysis.shapes import shapes
     return shapes(shared.roofline(G)).to_dict(None, ("gemm", "attention", "conv"))
 
@@ -116,17 +116,17 @@ _PERF: tuple[Column, ...] = (("count", "calls", "i"), ("total_us", "total µs", 
                              ("family_time_pct", "% of family", "p"))
 
 
-def _kernels(G: AnyGraph, shared: Shared) -> Any:
+def _kernels(G: TraceGraph, shared: Shared) -> Any:
     from opgraph.analysis.kernel_stats import kernel_stats
     return kernel_stats(G).to_dict()
 
 
-def _sequences(G: AnyGraph, shared: Shared) -> Any:
+def _sequences(G: TraceGraph, shared: Shared) -> Any:
     from opgraph.analysis.sequences import kernel_sequences
     return kernel_sequences(G, None, 3, 8, 10).to_dict()
 
 
-def _advise(G: AnyGraph, shared: Shared) -> Any:
+def _advise(G: TraceGraph, shared: Shared) -> Any:
     """``opgraph advise --json``, reusing the documents of the other sections made with the
     same options (so it is computed after them)."""
     from opgraph.predict.recommendations import recommendations

@@ -19,7 +19,7 @@ import pandas as pd
 from opgraph.analysis.critical_path.model import CATEGORIES
 from opgraph.analysis.idle import IdleResult
 from opgraph.graph.arrays import GraphArrays
-from opgraph.graph.model import AnyGraph
+from opgraph.graph.model import TraceGraph
 
 #: Prefix of every arg opgraph adds to an original event.
 ARG_PREFIX = "opgraph."
@@ -165,7 +165,7 @@ def launch_args(arr: GraphArrays) -> dict[int, dict[str, Any]]:
     return out
 
 
-def replay_args(G: AnyGraph) -> dict[int, dict[str, Any]]:
+def replay_args(G: TraceGraph) -> dict[int, dict[str, Any]]:
     """Per CUDA/HIP-graph replay activity mapped to its capture (``G.graph['graph_replay']``,
     docs/graph-replay.md): ``opgraph.captured_op`` (the op chain at capture, outermost
     first, joined by `` > ``), ``opgraph.capture_annotation`` (the innermost annotation,
@@ -185,7 +185,7 @@ def replay_args(G: AnyGraph) -> dict[int, dict[str, Any]]:
     return out
 
 
-def copy_args(G: AnyGraph) -> dict[int, dict[str, Any]]:
+def copy_args(G: TraceGraph) -> dict[int, dict[str, Any]]:
     """Per memcpy / memset with a known size: ``opgraph.bytes`` and ``opgraph.gbps`` (over
     the exact duration; docs/memory-bw.md)."""
     from opgraph.analysis.memory_bw import memory_bandwidth

@@ -19,7 +19,7 @@ import pandas as pd
 from opgraph.exact_json import exact_default
 from opgraph.gc_pause import gc_paused
 from opgraph.outfiles import write_atomic
-from opgraph.graph.model import AnyGraph
+from opgraph.graph.model import TraceGraph
 
 _OPTS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
 
@@ -127,7 +127,7 @@ def extra_dicts(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def write_trace(G: AnyGraph, path: str | Path, add_args: dict[int, dict[str, Any]] | None = None,
+def write_trace(G: TraceGraph, path: str | Path, add_args: dict[int, dict[str, Any]] | None = None,
                 extra_events: list[dict[str, Any]] | None = None, inputs: tuple[str | Path, ...] = ()) -> None:
     """Write the trace of ``G`` (all original events, unchanged) to ``path`` (``.json`` or
     ``.json.gz``), merging ``add_args[eid]`` into event ``eid``'s args and appending

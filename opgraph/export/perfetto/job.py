@@ -52,7 +52,7 @@ from opgraph.export.perfetto.counters import (
 )
 from opgraph.export.perfetto.flows import FLOW_MARGIN_NS, SliceIndex, critical_flows
 from opgraph.export.perfetto.lanes import lane_codes, lane_key, metadata_events, object_column
-from opgraph.graph.model import AnyGraph, arrays_of
+from opgraph.graph.model import TraceGraph
 
 #: ``cat`` and ``name`` of the collective flows (last arrival -> every other participant).
 COLL_FLOW_CAT = "opgraph.collective"
@@ -120,7 +120,7 @@ def pid_stride(ranks: list[int], n_local: int) -> int:
     return stride
 
 
-def remap_events(G: AnyGraph) -> tuple[pd.DataFrame, dict[int, RankLayout], int]:
+def remap_events(G: TraceGraph) -> tuple[pd.DataFrame, dict[int, RankLayout], int]:
     """The job's event table with pids and flow ids remapped per rank (a shallow copy: the
     other columns are shared), the layout of every rank and the pid stride.
 
@@ -174,7 +174,7 @@ def remap_events(G: AnyGraph) -> tuple[pd.DataFrame, dict[int, RankLayout], int]
 
 
 # --------------------------------------------------------------------------- per-rank pieces
-def rank_additions(G: AnyGraph, lay: RankLayout) -> tuple[dict[int, dict[str, Any]], list[dict[str, Any]]]:
+def rank_additions(G: TraceGraph, lay: RankLayout) -> tuple[dict[int, dict[str, Any]], list[dict[str, Any]]]:
     """The single-rank additions of rank ``lay.rank`` that do not depend on the critical
     path, with job event ids and exported pids: args (launch delays, idle blame, process
     names ``rank r — <name>``) and extra events (GPU counters, names and sort indices).
@@ -184,9 +184,9 @@ def rank_additions(G: AnyGraph, lay: RankLayout) -> tuple[dict[int, dict[str, An
 
     H = rank_subgraph(G, lay.rank, aligned=True)
     ev_r: pd.DataFrame = H.graph["events"]
-    arr = arrays_of(H)
+    arr = H.arrays
     off = lay.lo
-    args = {e + off: d for e, d in merge_args(launch_args(arr), idle_args(idle_time(H, arr=arr))).items()}
+    args = {e + off: d for e, d in merge_args(launch_args(arr), idle_args(idle_time(H))).items()}
     counters = gpu_busy_counters(arr, ev_r) + queued_counters(arr, ev_r)
     counter_pids = list(device_pids(ev_r, activity_frame(arr)).values()) if counters else []
     meta = metadata_events(ev_r, counter_pids)
@@ -228,7 +228,7 @@ def rank_additions(G: AnyGraph, lay: RankLayout) -> tuple[dict[int, dict[str, An
 
 
 # --------------------------------------------------------------------------- collectives
-def collective_table(G: AnyGraph) -> pd.DataFrame:
+def collective_table(G: TraceGraph) -> pd.DataFrame:
     """The job's matched collective kernels with ``last_rank``, ``last_ts``, ``wait`` (ns,
     :func:`opgraph.analysis.stragglers.kernel_waits`) and the collective's ``lateness``
     (ns, :func:`opgraph.analysis.stragglers.per_collective`)."""
@@ -383,7 +383,7 @@ class JobOverlay:
     counts: dict[str, int]
 
 
-def build_job_overlay(G: AnyGraph, cr: CrossRankResult | None = None) -> JobOverlay:
+def build_job_overlay(G: TraceGraph, cr: CrossRankResult | None = None) -> JobOverlay:
     """Everything :func:`export_perfetto_job` writes, without writing it (see the module
     doc). ``cr``: a precomputed cross-rank critical path of ``G`` (every full rank)."""
     job = G.graph["job"]
@@ -432,7 +432,7 @@ def build_job_overlay(G: AnyGraph, cr: CrossRankResult | None = None) -> JobOver
     return JobOverlay(ev, add_args, extra, top, counts)
 
 
-def export_perfetto_job(G: AnyGraph, path: str | Path, inputs: tuple[str | Path, ...] = ()) -> dict[str, Any]:
+def export_perfetto_job(G: TraceGraph, path: str | Path, inputs: tuple[str | Path, ...] = ()) -> dict[str, Any]:
     """Write the Perfetto overlay of job graph ``G`` to ``path`` (``.json`` or
     ``.json.gz``; never over one of ``inputs``). Returns a summary: the path and the counts of :class:`JobOverlay`."""
     from opgraph.export.perfetto.chrome import write_trace_doc

@@ -32,8 +32,6 @@ from typing import Any
 import pandas as pd
 
 from opgraph.gc_pause import gc_paused
-from opgraph.graph.arrays import GraphArrays
-from opgraph.analysis.critical_path.engine import BoundaryDAG, boundary_dag
 from opgraph.analysis.critical_path.run_result import CriticalPathResult
 from opgraph.analysis.critical_path.path import critical_path
 from opgraph.analysis.idle import IdleResult, idle_time
@@ -48,7 +46,7 @@ from opgraph.export.perfetto.flows import (
     FLOW_CAT, FLOW_MARGIN_NS, FLOW_NAME, SliceIndex, critical_crossings, critical_flows, next_flow_id,
 )
 from opgraph.export.perfetto.lanes import lane_codes, lane_key, metadata_events, object_column
-from opgraph.graph.model import AnyGraph, arrays_of
+from opgraph.graph.model import TraceGraph
 
 __all__ = [
     "ARG_PREFIX", "COUNTER_CAT", "FLOW_CAT", "FLOW_MARGIN_NS", "FLOW_NAME",
@@ -86,22 +84,20 @@ class Overlay:
 
 
 # --------------------------------------------------------------------------- assembly
-def build_overlay(G: AnyGraph, window: str | None = None, *, arr: GraphArrays | None = None,
-                  dag: BoundaryDAG | None = None, cp: CriticalPathResult | None = None,
+def build_overlay(G: TraceGraph, window: str | None = None, *, cp: CriticalPathResult | None = None,
                   idle: IdleResult | None = None) -> Overlay:
     """Everything :func:`export_perfetto` adds, without writing it.
 
     ``window`` is passed to :func:`opgraph.analysis.critical_path.critical_path` (``None``:
-    one window per ``ProfilerStep``; ``"all"``; or a regex). Precomputed ``arr``, ``dag``,
-    ``cp`` and ``idle`` are used when given.
+    one window per ``ProfilerStep``; ``"all"``; or a regex). Results already computed
+    (``cp``, ``idle``) are used when given.
     """
     ev: pd.DataFrame = G.graph["events"]
-    if arr is None:
-        arr = dag.arr if dag is not None else arrays_of(G)
+    arr = G.arrays
     if cp is None:
-        cp = critical_path(G, window=window, dag=dag if dag is not None else boundary_dag(G, arr))
+        cp = critical_path(G, window=window)
     if idle is None:
-        idle = idle_time(G, arr=arr)
+        idle = idle_time(G)
     lane = lane_codes(ev)
     ov = Overlay(windows=len(cp.windows))
     ov.add_args = merge_args(launch_args(arr), replay_args(G), copy_args(G), idle_args(idle), critical_args(cp))
@@ -116,7 +112,7 @@ def build_overlay(G: AnyGraph, window: str | None = None, *, arr: GraphArrays | 
     return ov
 
 
-def export_perfetto(G: AnyGraph, path: str | Path, window: str | None = None,
+def export_perfetto(G: TraceGraph, path: str | Path, window: str | None = None,
                     inputs: tuple[str | Path, ...] = ()) -> dict[str, Any]:
     """Write the Perfetto overlay of ``G`` to ``path`` (``.json`` or ``.json.gz``; never over
     one of ``inputs``).

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from opgraph.export.tables.documents import json_text, write_csv, write_parquet
-from opgraph.graph.model import AnyGraph, TraceGraph, node_args
+from opgraph.graph.model import TraceGraph
 from opgraph.graph.payload import NODE_KEYS
 
 #: Node columns in this order first; any other attribute follows.
@@ -57,7 +57,7 @@ def _columns_tables(T: TraceGraph) -> dict[str, pd.DataFrame]:
     rename = {"ts": "ts_ns", "dur": "dur_ns"}
     for k in keys:
         if k == "args":
-            vals = node_args(T, T.node_ids)
+            vals = T.node_args(T.node_ids)
         else:
             col = T.column(k)
             if col.dtype == np.int64:
@@ -91,32 +91,9 @@ def _columns_tables(T: TraceGraph) -> dict[str, pd.DataFrame]:
     return {"nodes": node_df, "edges": pd.DataFrame(ecols)}
 
 
-def graph_tables(G: AnyGraph) -> dict[str, pd.DataFrame]:
-    """``{"nodes": ..., "edges": ...}`` of ``G`` (module docstring): from the columns of a
-    :class:`~opgraph.graph.model.TraceGraph`, else from the ``DiGraph``'s attributes."""
-    if isinstance(G, TraceGraph):
-        return _columns_tables(G)
-    nodes = list(G.nodes(data=True))
-    keys: dict[str, None] = {}
-    for _, d in nodes:
-        for k in d:
-            keys.setdefault(k, None)
-    cols: dict[str, pd.Series] = {"id": pd.Series([n for n, _ in nodes], dtype="int64")}
-    rename = {"ts": "ts_ns", "dur": "dur_ns"}
-    for k in keys:
-        cols[rename.get(k, k)] = _column([d.get(k) for _, d in nodes])
-    order = [c for c in NODE_COLUMNS if c in cols] + [c for c in cols if c not in NODE_COLUMNS]
-    node_df = pd.DataFrame({c: cols[c] for c in order})
-    edges = list(G.edges(data=True))
-    ekeys: dict[str, None] = {}
-    for _, _, d in edges:
-        for k in d:
-            ekeys.setdefault(k, None)
-    ecols: dict[str, pd.Series] = {"src": pd.Series([u for u, _, _ in edges], dtype="int64"),
-                                   "dst": pd.Series([v for _, v, _ in edges], dtype="int64")}
-    for k in ekeys:
-        ecols[k] = _column([d.get(k) for _, _, d in edges])
-    return {"nodes": node_df, "edges": pd.DataFrame(ecols)}
+def graph_tables(G: TraceGraph) -> dict[str, pd.DataFrame]:
+    """``{"nodes": ..., "edges": ...}`` of ``G`` (module docstring), from its columns."""
+    return _columns_tables(G)
 
 
 def write_tables(tables: dict[str, pd.DataFrame], directory: str | Path, fmt: str = "parquet",
