@@ -128,11 +128,8 @@ def collectives(G: TraceGraph) -> CollectivesResult:
     rx = re.compile(COMM_KERNEL_PATTERN)
     kern = np.flatnonzero(a.kind == "kernel")
     comm = kern[a.names_match(rx)[kern]]   # the regex once per distinct name
-    # each node's launching call (the first such edge, as recorded) and nest parent
-    launcher = np.full(a.n, -1, dtype=np.int64)
-    ls, ld = a.out_edges("launch")
-    launcher[ld[::-1]] = ls[::-1]
-    parent = a.parent
+    # each node's launching call and nest parent
+    launcher, parent = a.launcher, a.parent
     eid = a.eid
     rows = []
     for p in comm.tolist():

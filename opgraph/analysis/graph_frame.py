@@ -141,10 +141,7 @@ def _frame_of_columns(T: TraceGraph) -> GraphFrame:
     pid, tid = T.column("pid"), T.column("tid")
     lane = thread_lanes(pid, tid)
     a = T.arrays   # edge positions in the order a DiGraph iterates them
-    parent = a.parent
-    launcher = np.full(n, -1, dtype=np.int64)
-    ls_, ld_ = a.out_edges("launch")
-    launcher[ld_] = ls_
+    parent, launcher = a.parent, a.launcher
     return GraphFrame(T, ids, kind, name, ts, dur, ts + dur, lane, pid, tid, cols["device"], cols["stream"],
                       cols["correlation"], cols["external_id"], parent, launcher)
 

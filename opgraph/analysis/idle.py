@@ -449,10 +449,9 @@ def idle_time(G: TraceGraph, kernel_wait_us: float = 30.0) -> IdleResult:
     ls, ld = a.out_edges("launch")
     launch_ts = np.full(a.n, np.iinfo(np.int64).min, dtype=np.int64)
     call_end = np.full(a.n, np.iinfo(np.int64).min // 2, dtype=np.int64)
-    launcher = np.full(a.n, -1, dtype=np.int64)
     launch_ts[ld] = a.ts[ls]
     call_end[ld] = a.end[ls]
-    launcher[ld] = ls
+    launcher = a.launcher
     holds = _Holds.of(a)
     un = _launchers(a, ls, ld)
     seg_cache: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # per lane, shared by every pass

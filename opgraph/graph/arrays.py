@@ -105,6 +105,17 @@ class GraphArrays:
         return parent
 
     @cached_property
+    def launcher(self) -> np.ndarray:
+        """Per node position: the position of the runtime call that launched it (-1: none).
+        A device activity has at most one launch (its correlation id links it to one call:
+        docs/model.md, "launch"); computed once per view and read-only."""
+        launcher = np.full(self.n, -1, dtype=np.int64)
+        s, d = self.out_edges("launch")
+        launcher[d] = s
+        launcher.flags.writeable = False
+        return launcher
+
+    @cached_property
     def host_parent(self) -> np.ndarray:
         """:attr:`parent` on the host only: -1 for device nodes and for a host event whose
         parent is not a host event. Read-only."""
