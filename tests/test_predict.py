@@ -355,13 +355,13 @@ def test_real_identity_and_invariants(fname):
     m = build_model(G)
     assert m.dropped_cycle_edges == 0
     assert np.array_equal(simulate(m), m.t)
-    res = predict(G, model=m)
+    res = predict(G, boundary_model=m)
     assert res.step_errors().max() == 0.0
     validate(res.to_dict(), "predict.schema.json")
     # monotone: faster kernels never end the trace later, slower never earlier
     last = res.makespan_measured[1]
-    fast = predict(G, parse_transforms(scale_kernels=[".*=0.5"]), model=m)
-    slow = predict(G, parse_transforms(scale_kernels=[".*=2"]), model=m)
+    fast = predict(G, parse_transforms(scale_kernels=[".*=0.5"]), boundary_model=m)
+    slow = predict(G, parse_transforms(scale_kernels=[".*=2"]), boundary_model=m)
     assert fast.makespan_predicted[1] <= last <= slow.makespan_predicted[1]
     assert np.array_equal(simulate(m), m.t)  # transforms do not mutate the model
     # faster kernels: the GPU is busy for less time, the summed kernel time exactly halves
@@ -383,10 +383,10 @@ def test_real_inferred_dependencies_make_gpu_bound_steps_gpu_bound():
     assert inf["queue_depth"] == {0: 1022} and inf["blocked_calls"] > 900
     assert inf["handoff_edges"] == 5  # the graph builder's hand-offs (opgraph/graph/threads.py)
     assert ((m.role == R["queue"]) & m.binding).sum() >= inf["blocked_calls"] * 0.9
-    cpu = predict(G, parse_transforms(scale_cpu=[".*=0.5"]), model=m)
+    cpu = predict(G, parse_transforms(scale_cpu=[".*=0.5"]), boundary_model=m)
     for meas, pred in list(zip(spans(cpu, "measured"), spans(cpu)))[2:]:
         assert abs(pred - meas) / meas < 0.01
-    gpu = predict(G, parse_transforms(scale_kernels=[".*=0.5"]), model=m)
+    gpu = predict(G, parse_transforms(scale_kernels=[".*=0.5"]), boundary_model=m)
     for meas, pred in list(zip(spans(gpu, "measured"), spans(gpu)))[2:]:
         assert 0.4 <= pred / meas <= 0.55
     bare = predict(G, parse_transforms(scale_cpu=[".*=0.5"]), infer=False)
@@ -418,7 +418,7 @@ def test_real_stream_waits_and_device(cli):
     m = build_model(G)
     assert m.inferred["stream_wait_edges"] == 3  # the builder's, part of the model
     typ = parse_transforms(typical_latencies=True)
-    assert predict(G, typ, model=m).step_errors().max() < 0.01
+    assert predict(G, typ, boundary_model=m).step_errors().max() < 0.01
     assert predict(G, typ, infer=False).step_errors().max() < 0.01
     H = G.to_networkx().copy()
     H.remove_edges_from(joins)

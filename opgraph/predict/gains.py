@@ -103,7 +103,7 @@ def category_gains(G: Any, shares: Sequence[tuple[str, float]], min_share_pct: f
         if c == "cpu":
             trs = [Transform("scale_cpu", pattern=cpu_work_pattern(m.arr), factor=0.0)]
         try:
-            res = predict(G, [replace(t) for t in trs], model=m)
+            res = predict(G, [replace(t) for t in trs], boundary_model=m)
         except WhatIfError as e:
             if skipped is not None:
                 skipped.append(f"gain of {c!r} ({what}) not computed: {e}")

@@ -296,12 +296,12 @@ class MakespanChange:
         return self.measured_ns - self.predicted_ns
 
 
-def makespan_change(G: TraceGraph, transforms: list[Transform], *, model: BoundaryModel | None = None
-                    ) -> MakespanChange:
+def makespan_change(G: TraceGraph, transforms: list[Transform], *,
+                    boundary_model: BoundaryModel | None = None) -> MakespanChange:
     """The makespan of ``G`` replayed under ``transforms`` against the measured one, without
     the per-step critical paths :func:`predict` also computes (``opgraph advise`` prices
-    each finding with it). ``model``: a :func:`build_model` of ``G`` to reuse."""
-    m = model if model is not None else build_model(G)
+    each finding with it). ``boundary_model``: a :func:`build_model` of ``G`` to reuse."""
+    m = boundary_model if boundary_model is not None else build_model(G)
     ap = apply(m, list(transforms))
     pa = _simulated(m, ap)
     m0, m1 = _makespan(m.arr)
@@ -310,7 +310,7 @@ def makespan_change(G: TraceGraph, transforms: list[Transform], *, model: Bounda
 
 
 def predict(G: TraceGraph, transforms: list[Transform] | None = None, *, window: str | None = None,
-            source_device: str | None = None, model: BoundaryModel | None = None,
+            source_device: str | None = None, boundary_model: BoundaryModel | None = None,
             infer: bool = True) -> PredictResult:
     """Replay ``G`` (no transforms) or predict it under ``transforms``.
 
@@ -335,7 +335,7 @@ def predict(G: TraceGraph, transforms: list[Transform] | None = None, *, window:
     transforms = list(transforms or [])
     tm: dict[str, float] = {}
     t0 = time.perf_counter()
-    m = model if model is not None else build_model(G, infer=infer)
+    m = boundary_model if boundary_model is not None else build_model(G, infer=infer)
     tm.update(m.timings)
     a = m.arr
     t1 = time.perf_counter()

@@ -217,7 +217,7 @@ class _Inputs:
         from opgraph.predict.prediction import makespan_change
 
         model = self.get("model", lambda: build_model(self.G))
-        ch = self.get("whatif:" + key, lambda: makespan_change(self.G, transforms, model=model))
+        ch = self.get("whatif:" + key, lambda: makespan_change(self.G, transforms, boundary_model=model))
         return "; ".join(_describe(t) for t in transforms), max(0.0, ch.gain_ns / 1e3)
 
     def busy_us(self) -> float:

@@ -29,7 +29,7 @@ def _stat_size(dtype: str | None) -> int:
 
 
 def _norm_fwd(a: Args, *, x: int, weight: int | None, bias: int | None, groups: int | None,
-              n_stats: int, per_elem: int, extra: Sequence[int] = (), model: str,
+              n_stats: int, per_elem: int, extra: Sequence[int] = (), rule: str,
               notes: Sequence[str] = (), write_extra: Sequence[int] = ()) -> OpCost | None:
     xs = a.shape(x)
     if xs is None:
@@ -42,7 +42,7 @@ def _norm_fwd(a: Args, *, x: int, weight: int | None, bias: int | None, groups: 
                        a.nbytes(bias) if bias is not None else 0,
                        *(a.nbytes(i) for i in extra), mul_bytes(numel, a.itemsize(x)), stats,
                        *(a.nbytes(i) for i in write_extra))
-    return make_cost(flops, nbytes, op_dtype(a), model, notes)
+    return make_cost(flops, nbytes, op_dtype(a), rule, notes)
 
 
 def _groups_from_shape(xs: tuple[int, ...] | None, norm_shape: Any) -> int | None:
@@ -67,7 +67,7 @@ def _layer_norm(c: Ctx) -> OpCost | None:
     a = c.a
     groups = _groups_from_shape(a.shape(0), _norm_shape(a, 1, 2))
     return _norm_fwd(a, x=0, weight=2, bias=3, groups=groups, n_stats=2, per_elem=5,
-                     model="layer_norm")
+                     rule="layer_norm")
 
 
 @RULES.rule("aten::rms_norm", "aten::_fused_rms_norm")
@@ -76,7 +76,7 @@ def _rms_norm(c: Ctx) -> OpCost | None:
     a = c.a
     groups = _groups_from_shape(a.shape(0), _norm_shape(a, 1, 2))
     return _norm_fwd(a, x=0, weight=2, bias=None, groups=groups, n_stats=1, per_elem=3,
-                     model="rms_norm")
+                     rule="rms_norm")
 
 
 @RULES.rule("_C::rms_norm")
@@ -112,7 +112,7 @@ def _group_norm(c: Ctx) -> OpCost | None:
     xs, g = a.shape(0), a.ci(1)
     groups = xs[0] * g if xs is not None and isinstance(g, int) and xs else None
     return _norm_fwd(a, x=0, weight=2, bias=3, groups=groups, n_stats=2, per_elem=5,
-                     model="group_norm")
+                     rule="group_norm")
 
 
 @RULES.rule("aten::native_group_norm")
@@ -122,7 +122,7 @@ def _native_group_norm(c: Ctx) -> OpCost | None:
     n, g = a.ci(3), a.ci(6)
     groups = n * g if isinstance(n, int) and isinstance(g, int) else None
     return _norm_fwd(a, x=0, weight=1, bias=2, groups=groups, n_stats=2, per_elem=5,
-                     model="group_norm")
+                     rule="group_norm")
 
 
 def _bn_fwd(c: Ctx, *, training: Any) -> OpCost | None:
@@ -138,9 +138,9 @@ def _bn_fwd(c: Ctx, *, training: Any) -> OpCost | None:
     if training:
         # statistics per channel; running stats read and updated
         return _norm_fwd(a, x=0, weight=1, bias=2, groups=xs[1], n_stats=2, per_elem=5,
-                         extra=(3, 4), write_extra=(3, 4), model="batch_norm", notes=notes)
+                         extra=(3, 4), write_extra=(3, 4), rule="batch_norm", notes=notes)
     return _norm_fwd(a, x=0, weight=1, bias=2, groups=0, n_stats=0, per_elem=2, extra=(3, 4),
-                     model="batch_norm", notes=notes)
+                     rule="batch_norm", notes=notes)
 
 
 @RULES.rule("aten::batch_norm", "aten::_batch_norm_impl_index", "aten::native_batch_norm",
@@ -157,7 +157,7 @@ def _batch_norm_eval(c: Ctx) -> OpCost | None:
 
 def _norm_bwd(a: Args, *, go: int, x: int, weight: int | None, bias: int | None,
               reads: Sequence[int], mask: Sequence[bool] | None, fwd_per_elem: int,
-              model: str, bias_numel: int | None = None) -> OpCost | None:
+              rule: str, bias_numel: int | None = None) -> OpCost | None:
     xs = a.shape(x)
     if xs is None:
         return None
@@ -178,7 +178,7 @@ def _norm_bwd(a: Args, *, go: int, x: int, weight: int | None, bias: int | None,
         parts.append(wbytes)
     if len(mask) > 2 and mask[2]:
         parts.append(wbytes if bias_numel is None else mul_bytes(bias_numel, a.itemsize(weight) if weight is not None else None))
-    return make_cost(flops, sum_bytes(*parts), op_dtype(a), model, notes)
+    return make_cost(flops, sum_bytes(*parts), op_dtype(a), rule, notes)
 
 
 @RULES.rule("aten::native_layer_norm_backward")
@@ -186,7 +186,7 @@ def _layer_norm_bwd(c: Ctx) -> OpCost | None:
     # (grad_out, input, normalized_shape, mean, rstd, weight?, bias?, output_mask[3])
     a = c.a
     return _norm_bwd(a, go=0, x=1, weight=5, bias=6, reads=(3, 4, 5),
-                     mask=bool_mask(a.ci(7), 3), fwd_per_elem=5, model="layer_norm_backward")
+                     mask=bool_mask(a.ci(7), 3), fwd_per_elem=5, rule="layer_norm_backward")
 
 
 @RULES.rule("aten::_fused_rms_norm_backward")
@@ -194,7 +194,7 @@ def _rms_norm_bwd(c: Ctx) -> OpCost | None:
     # (grad_out, input, normalized_shape, rstd, weight?, output_mask[2])
     a = c.a
     return _norm_bwd(a, go=0, x=1, weight=4, bias=None, reads=(3, 4),
-                     mask=bool_mask(a.ci(5), 2), fwd_per_elem=3, model="rms_norm_backward")
+                     mask=bool_mask(a.ci(5), 2), fwd_per_elem=3, rule="rms_norm_backward")
 
 
 @RULES.rule("aten::native_group_norm_backward")
@@ -202,7 +202,7 @@ def _group_norm_bwd(c: Ctx) -> OpCost | None:
     # (grad_out, input, mean, rstd, weight?, N, C, HxW, group, output_mask[3])
     a = c.a
     return _norm_bwd(a, go=0, x=1, weight=4, bias=4, reads=(2, 3, 4),
-                     mask=bool_mask(a.ci(9), 3), fwd_per_elem=5, model="group_norm_backward")
+                     mask=bool_mask(a.ci(9), 3), fwd_per_elem=5, rule="group_norm_backward")
 
 
 @RULES.rule("aten::native_batch_norm_backward")
@@ -211,7 +211,7 @@ def _bn_bwd(c: Ctx) -> OpCost | None:
     #  train, eps, output_mask[3])
     a = c.a
     return _norm_bwd(a, go=0, x=1, weight=2, bias=2, reads=(2, 5, 6),
-                     mask=bool_mask(a.ci(9), 3), fwd_per_elem=5, model="batch_norm_backward")
+                     mask=bool_mask(a.ci(9), 3), fwd_per_elem=5, rule="batch_norm_backward")
 
 
 @RULES.rule("aten::cudnn_batch_norm_backward", "aten::miopen_batch_norm_backward")
@@ -220,4 +220,4 @@ def _bn_bwd_vendor(c: Ctx) -> OpCost | None:
     #  epsilon, reserveSpace?): computes grad_input, grad_weight and grad_bias
     a = c.a
     return _norm_bwd(a, go=1, x=0, weight=2, bias=2, reads=(2, 5, 6),
-                     mask=[True, True, True], fwd_per_elem=5, model="batch_norm_backward")
+                     mask=[True, True, True], fwd_per_elem=5, rule="batch_norm_backward")
