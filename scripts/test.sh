@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install opgraph with its test extras into the project-local virtual environment .venv
 # (created with `python3 -m venv .venv` on first use, reused afterwards), and the system
-# tools the tests use, then run the whole test suite. Usage: bash scripts/test.sh [pytest args]
+# tools the tests use, then run the whole test suite: the quick tests and the sweeps over
+# real traces (marked slow; plain `pytest` leaves them out). Usage: bash scripts/test.sh [pytest args]
 set -eu
 cd "$(dirname "$0")/.."
 if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
@@ -13,4 +14,4 @@ fi
 . scripts/venv.sh
 "$PY" -m pip install -q -e '.[test]'
 set +e
-"$PY" -m pytest -q "$@"
+"$PY" -m pytest -q -m "slow or not slow" "$@"

@@ -37,6 +37,11 @@ ROOT = Path(__file__).resolve().parents[1]
 # (opgraph.schemas_util.check_output; at run time users skip the self-check). Subprocesses
 # inherit it.
 os.environ["OPGRAPH_CHECK_OUTPUT"] = "1"
+# Piped output is laid out for $COLUMNS (default 100); the tests expect the default whatever
+# the shell (or pytest-xdist's workers, which set COLUMNS=80) exported. Tests of a width set
+# it themselves.
+os.environ.pop("COLUMNS", None)
+os.environ.pop("LINES", None)
 TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
 KINETO_DIR = TRACES / "A_kineto"
 SYNTH_DIR = ROOT / "fixtures" / "synth"
@@ -60,7 +65,40 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "real_traces: needs ../shared/traces (skipped when absent)")
 
 
+#: The files of ../shared/traces by name and by path inside it (a test names a trace either way).
+TRACE_NAMES: frozenset[str] = frozenset(
+    n for p in (TRACES.rglob("*") if TRACES.is_dir() else ()) if p.is_file()
+    for n in (p.name, str(p.relative_to(TRACES))))
+
+
+def _is_trace(v: Any) -> bool:
+    if isinstance(v, Path):
+        return TRACES in v.parents
+    if isinstance(v, str):
+        if v in TRACE_NAMES or v.startswith(str(TRACES) + os.sep):
+            return True
+        return "*" in v and not os.path.isabs(v) and "/" in v and TRACES.is_dir() and any(TRACES.glob(v))
+    return False
+
+
+def sweeps_real_traces(item: pytest.Item) -> bool:
+    """The item is one case of a sweep over real traces: a parameter is a file (or a list of
+    files, or a glob) of ../shared/traces, as a path or by its name."""
+    cs = getattr(item, "callspec", None)
+    if cs is None:
+        return False
+    return any(_is_trace(v) or (isinstance(v, (list, tuple)) and any(_is_trace(x) for x in v))
+               for v in cs.params.values())
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Cases of the sweeps over real traces are marked ``slow`` (plain ``pytest`` leaves them
+    out; ``scripts/test.sh`` runs them: pyproject.toml); without ../shared/traces, whatever
+    needs them is skipped."""
+    slow = pytest.mark.slow
+    for item in items:
+        if sweeps_real_traces(item):
+            item.add_marker(slow)
     if KINETO_DIR.is_dir():
         return
     skip = pytest.mark.skip(reason=NO_TRACES_REASON)

@@ -107,3 +107,24 @@ def test_test_helpers_are_imported_one_way() -> None:
            for i, ln in enumerate(p.read_text().splitlines(), 1)
            if re.match(r"\s*(from tests[. ]|import tests\b)", ln)]
     assert not bad, bad
+
+
+def test_ci_runs_the_real_trace_sweeps_that_plain_pytest_leaves_out() -> None:
+    """Plain ``pytest`` deselects the cases marked ``slow`` (the sweeps over real traces,
+    marked by tests/conftest.py); ``scripts/test.sh`` (what .ci/run calls) selects them
+    again, so CI runs every test."""
+    import tomllib
+
+    opts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert "-m 'not slow'" in opts["addopts"] and "-n auto" in opts["addopts"]
+    script = (ROOT / "scripts" / "test.sh").read_text()
+    assert '-m "slow or not slow" "$@"' in script
+    assert "scripts/test.sh" in (ROOT / ".ci" / "run").read_text()
+    from conftest import KINETO_FILES, sweeps_real_traces
+
+    if KINETO_FILES:
+        class Item:   # a collected case of a sweep over real traces, and one of synthesized traces
+            def __init__(self, v):
+                self.callspec = type("CS", (), {"params": {"path": v}})()
+        assert sweeps_real_traces(Item(KINETO_FILES[0])) and sweeps_real_traces(Item([KINETO_FILES[0]]))
+        assert not sweeps_real_traces(Item(ROOT / "fixtures" / "synth" / "cpu_bound.json"))

@@ -140,7 +140,8 @@ def _write_table():
 
 
 @pytest.mark.timeout(180)
-@pytest.mark.parametrize("case", ALL, ids=[f"{c.kind}:{c.name}" for c in ALL])
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow) if "50 MB" in c.name else c for c in ALL],
+                         ids=[f"{c.kind}:{c.name}" for c in ALL])
 def test_fuzz_case(case: fuzz.Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     inp = tmp_path / "in" / case.filename
