@@ -317,8 +317,10 @@ class Plan:
         return "\n".join(lines)
 
 
-def open_out(path: str, level: int):
-    if path.endswith(".gz"):
+def open_out(path: str, level: int, compress: bool):
+    """``path`` for writing: gzip-compressed when ``compress`` (the final name ends in
+    ``.gz``; ``path`` itself is a temporary name)."""
+    if compress:
         return gzip.open(path, "wb", compresslevel=level)
     return open(path, "wb", buffering=8 << 20)
 
@@ -338,7 +340,7 @@ def write_scaled(plan: Plan, out_path: str, level: int) -> int:
 
     tmp = out_path + ".tmp"
     written = 0
-    with open_out(tmp, level) as f:
+    with open_out(tmp, level, out_path.endswith(".gz")) as f:
         def w(b: bytes) -> None:
             nonlocal written
             f.write(b)
