@@ -90,7 +90,7 @@ def category_gains(G: Any, shares: Sequence[tuple[str, float]], min_share_pct: f
     int64-ns range) is left out, and why is appended to ``skipped`` when given."""
     from dataclasses import replace
 
-    from opgraph.predict.prediction import predict
+    from opgraph.predict.prediction import makespan_change
     from opgraph.predict.simulation import build_model
 
     cats = [c for c, p in shares if p >= min_share_pct and c in LEVERS]
@@ -102,14 +102,13 @@ def category_gains(G: Any, shares: Sequence[tuple[str, float]], min_share_pct: f
         what, trs = LEVERS[c]
         if c == "cpu":
             trs = [Transform("scale_cpu", pattern=cpu_work_pattern(m.arr), factor=0.0)]
-        try:
-            res = predict(G, [replace(t) for t in trs], boundary_model=m)
+        try:   # the makespans only: no per-step paths of the replay
+            ch = makespan_change(G, [replace(t) for t in trs], boundary_model=m)
         except WhatIfError as e:
             if skipped is not None:
                 skipped.append(f"gain of {c!r} ({what}) not computed: {e}")
             continue
-        ms_m = res.makespan_measured[1] - res.makespan_measured[0]
-        ms_p = res.makespan_predicted[1] - res.makespan_predicted[0]
+        ms_m, ms_p = ch.measured_ns, ch.predicted_ns
         gain = (ms_m - ms_p) / 1e3
         out.append(Gain(c, what, gain, 100.0 * gain / (ms_m / 1e3) if ms_m else 0.0))
     return out
