@@ -25,7 +25,6 @@ import sys
 
 import numpy as np
 
-from opgraph.graph.arrays import GraphArrays
 from opgraph.analysis.critical_path.model import R
 from opgraph.analysis.critical_path.engine import boundary_dag
 from opgraph.graph.io import load_any
@@ -36,7 +35,7 @@ TRACES = os.path.join(HERE, "..", "..", "shared", "traces", "A_kineto")
 
 def measure(path: str) -> dict[str, np.ndarray]:
     G = load_any(path)
-    a = GraphArrays.from_graph(G)
+    a = G.arrays
     N = G.nodes
     wake, resume = [], []
     for u, v, d in G.edges(data=True):

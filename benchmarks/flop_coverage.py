@@ -36,7 +36,7 @@ def row(path: Path) -> str:
     from opgraph.graph.io import load_any
 
     G = load_any(path)
-    cols = TraceColumns.from_graph(G)
+    cols = TraceColumns.from_trace_graph(G)
     res = roofline(cols)
     s = summarize(res)
     cpu = np.flatnonzero(cols.kind == "cpu_op")

@@ -18,7 +18,6 @@ import sys
 from opgraph.analysis.critical_path.path import critical_path
 from opgraph.analysis.idle import idle_time
 from opgraph.graph.io import load_any
-from opgraph.graph.model import arrays_of
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRACES = os.path.join(HERE, "..", "..", "shared", "traces")
@@ -34,7 +33,7 @@ def _annotation_like(a) -> object:
 
 def row(path: str) -> dict:
     G = load_any(path)
-    a = arrays_of(G)
+    a = G.arrays
     if not a.is_activity.any():
         return {"trace": os.path.basename(path), "skipped": "no device activities"}
     res = critical_path(G)

@@ -217,7 +217,7 @@ class TraceGraph:
     @cached_property
     def arrays(self) -> GraphArrays:
         """The analyses' columns (:class:`~opgraph.graph.arrays.GraphArrays`), made from the
-        columns directly, equal to ``GraphArrays.from_graph(self.to_networkx())``."""
+        columns directly (no per-node dict is made)."""
         p = self.payload
         cols = p["node_cols"]
         src, dst = p["src"], p["dst"]
