@@ -63,7 +63,7 @@ def run(paths: list[Path], whatif: bool) -> tuple[list[dict], dict]:
                "inferred": f"{inf.get('blocked_calls', 0)}/{inf.get('handoffs', 0)}/{inf.get('stream_waits', 0)}"}
         bare = predict(G, infer=False).model
         for key, model in (("typ_noinfer", bare), ("typ", res.model)):
-            r = predict(G, parse_transforms(typical_latencies=True), model=model).to_dict()
+            r = predict(G, parse_transforms(typical_latencies=True), boundary_model=model).to_dict()
             e = [abs(s["delta_pct"]) for s in r["steps"] if s["delta_pct"] is not None]
             row[key + "_max_pct"] = max(e) if e else 0.0
             row[key + "_mean_pct"] = float(np.mean(e)) if e else 0.0
@@ -71,7 +71,7 @@ def run(paths: list[Path], whatif: bool) -> tuple[list[dict], dict]:
         if whatif:
             for key, kw in (("kernels_x0.5_pct", {"scale_kernels": [".*=0.5"]}),
                             ("cpu_x0.5_pct", {"scale_cpu": [".*=0.5"]})):
-                r = predict(G, parse_transforms(**kw), model=res.model).to_dict()
+                r = predict(G, parse_transforms(**kw), boundary_model=res.model).to_dict()
                 row[key] = r["summary"]["delta_pct"]
         rows.append(row)
         print(f"{p.name}: {row['steps']} steps, max err {row['max_err_pct']:.4f} %", file=sys.stderr)
