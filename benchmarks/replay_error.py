@@ -43,7 +43,7 @@ def run(paths: list[Path], whatif: bool) -> tuple[list[dict], dict]:
     rows = []
     for p in paths:
         G = load_any(p)
-        kinds = [d["kind"] for d in G._node.values()]
+        kinds = G.column("kind").tolist()
         n_kernels = sum(k in ("kernel", "memcpy", "memset") for k in kinds)
         if not n_kernels:
             del G
