@@ -128,3 +128,18 @@ def test_ci_runs_the_real_trace_sweeps_that_plain_pytest_leaves_out() -> None:
                 self.callspec = type("CS", (), {"params": {"path": v}})()
         assert sweeps_real_traces(Item(KINETO_FILES[0])) and sweeps_real_traces(Item([KINETO_FILES[0]]))
         assert not sweeps_real_traces(Item(ROOT / "fixtures" / "synth" / "cpu_bound.json"))
+
+
+def test_benchmark_scripts_import(monkeypatch) -> None:
+    """Every script of benchmarks/ imports: a name it takes from opgraph that was renamed or
+    removed fails here, not at the next measurement (the peer scripts under
+    benchmarks/peers/ run in the peers' own environments and are left out)."""
+    import importlib.util
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    scripts = sorted((ROOT / "benchmarks").glob("*.py"))
+    assert scripts
+    for p in scripts:
+        spec = importlib.util.spec_from_file_location(f"opgraph_bench_{p.stem}", p)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)   # each script runs its work under `if __name__ == "__main__"`
