@@ -24,6 +24,13 @@ from opgraph.graph.packed_args import LazyGraphAttrs, releasing, unpacker
 from opgraph.graph.payload import PICKLE_MAGIC, completed_payload, graph_to_payload, payload_to_digraph
 
 
+def _networkx_reader(name: str) -> property:
+    """A read-only attribute of :class:`TraceGraph` that is ``to_networkx().<name>`` (a view
+    or a bound method of the ``DiGraph``)."""
+    return property(lambda self: getattr(self.to_networkx(), name),
+                    doc=f"``to_networkx().{name}`` (the networkx view is made on first use).")
+
+
 class TraceGraph:
     """A trace graph in columns: node table, edge table, graph attributes.
 
@@ -122,48 +129,30 @@ class TraceGraph:
         """The kind of edge ``us[i] -> vs[i]`` (node ids) for every i, None where there is
         no such edge: every pair looked up at once in the sorted edge keys
         (:attr:`edge_index`), no networkx view made."""
-        return _edge_kinds_between(self, us, vs)
+        keys, kinds = self.edge_index
+        if not len(us) or not len(keys):
+            return [None] * len(us)
+        a = self.arrays
+        pu = key_positions(a.eid, np.asarray(us, dtype=np.int64))
+        pv = key_positions(a.eid, np.asarray(vs, dtype=np.int64))
+        q = pu * max(a.n, 1) + pv
+        at = np.minimum(np.searchsorted(keys, q), len(keys) - 1)
+        hit = (pu >= 0) & (pv >= 0) & (keys[at] == q)
+        return [kinds[j] if h else None for j, h in zip(at.tolist(), hit.tolist())]
 
     # ------------------------------------------------------------------ networkx, read-only
     # The reading calls notebooks make on a graph, answered by the networkx view (made on
-    # first use, then cached). opgraph's own code reads the columns instead.
-    @property
-    def nodes(self) -> Any:
-        """``to_networkx().nodes`` (the view is made on first use)."""
-        return self.to_networkx().nodes
-
-    @property
-    def edges(self) -> Any:
-        """``to_networkx().edges`` (the view is made on first use)."""
-        return self.to_networkx().edges
-
-    @property
-    def in_edges(self) -> Any:
-        return self.to_networkx().in_edges
-
-    @property
-    def out_edges(self) -> Any:
-        return self.to_networkx().out_edges
-
-    @property
-    def in_degree(self) -> Any:
-        return self.to_networkx().in_degree
-
-    @property
-    def out_degree(self) -> Any:
-        return self.to_networkx().out_degree
-
-    def successors(self, n: int) -> Any:
-        return self.to_networkx().successors(n)
-
-    def predecessors(self, n: int) -> Any:
-        return self.to_networkx().predecessors(n)
-
-    def has_edge(self, u: int, v: int) -> bool:
-        return self.to_networkx().has_edge(u, v)
-
-    def has_node(self, n: int) -> bool:
-        return self.to_networkx().has_node(n)
+    # first use, then cached; :func:`_networkx_reader`). opgraph's own code reads columns.
+    nodes = _networkx_reader("nodes")
+    edges = _networkx_reader("edges")
+    in_edges = _networkx_reader("in_edges")
+    out_edges = _networkx_reader("out_edges")
+    in_degree = _networkx_reader("in_degree")
+    out_degree = _networkx_reader("out_degree")
+    successors = _networkx_reader("successors")
+    predecessors = _networkx_reader("predecessors")
+    has_edge = _networkx_reader("has_edge")
+    has_node = _networkx_reader("has_node")
 
     def __contains__(self, n: object) -> bool:
         return n in self.to_networkx()
@@ -267,19 +256,6 @@ class TraceGraph:
     def edge_frame(self) -> pd.DataFrame:
         """One row per edge: ``src``, ``dst`` (event ids) and ``kind``."""
         return pd.DataFrame({"src": self.payload["src"], "dst": self.payload["dst"], "kind": self.edge_kinds()})
-
-
-def _edge_kinds_between(G: TraceGraph, us: Sequence[int], vs: Sequence[int]) -> list[str | None]:
-    keys, kinds = G.edge_index
-    if not len(us) or not len(keys):
-        return [None] * len(us)
-    a = G.arrays
-    pu = key_positions(a.eid, np.asarray(us, dtype=np.int64))
-    pv = key_positions(a.eid, np.asarray(vs, dtype=np.int64))
-    q = pu * max(a.n, 1) + pv
-    at = np.minimum(np.searchsorted(keys, q), len(keys) - 1)
-    hit = (pu >= 0) & (pv >= 0) & (keys[at] == q)
-    return [kinds[j] if h else None for j, h in zip(at.tolist(), hit.tolist())]
 
 
 __all__ = ["TraceGraph"]
