@@ -82,7 +82,7 @@ class Report(TableResult):
         return super()._repr_html_().replace("<b>Report</b>", f"<b>{html.escape(self.kind)}</b>", 1)
 
 
-def _graph(g: "TraceGraph | TraceGraph | PathLike", name: str = "G") -> TraceGraph:
+def _graph(g: "TraceGraph | nx.DiGraph | PathLike", name: str = "G") -> TraceGraph:
     """``g`` as a :class:`TraceGraph`: loaded when a path, taken into columns when an
     opgraph-built ``networkx.DiGraph`` (:meth:`TraceGraph.of`); anything else is a
     ``TypeError`` naming the argument ``name`` (:func:`~opgraph.api_args.graph_arg`)."""

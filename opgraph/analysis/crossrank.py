@@ -170,13 +170,13 @@ class CrossRankResult(TableResult):
                 "windows": [w.to_dict(with_path) for w in self.steps]}
 
 
-def node_ranks(G: TraceGraph, a: GraphArrays) -> np.ndarray:
-    """The ``rank`` of every node position (int64; 0 where absent)."""
+def node_ranks(a: GraphArrays) -> np.ndarray:
+    """The ``rank`` of every node position (int64; 0 for a graph without ranks: the node
+    table holds ``rank`` for every node of a job graph or for none)."""
     r = getattr(a, "rank", None)
     if r is not None and len(r) == a.n:
         return np.asarray(r, dtype=np.int64)
-    nodes = G.to_networkx()._node
-    return np.fromiter((nodes[e].get("rank", 0) for e in a.eid.tolist()), dtype=np.int64, count=a.n)
+    return np.zeros(a.n, dtype=np.int64)
 
 
 def _positions(a: GraphArrays, nodes: np.ndarray) -> np.ndarray:
@@ -236,7 +236,7 @@ def crossrank_critical_path(G: TraceGraph, ranks: Sequence[int] | None = None) -
     full, summarised, notes = select_ranks(ranks, all_ranks, [r for r in all_ranks if info[r].get("full", True)])
 
     a = G.arrays
-    rank_of = node_ranks(G, a)
+    rank_of = node_ranks(a)
     keep = np.zeros(max(all_ranks + [int(rank_of.max()) if a.n else 0]) + 1, dtype=bool)
     keep[full] = True
     # collective edges between analysed ranks: start(u) -> end(v)

@@ -123,9 +123,9 @@ class GraphFrame:
         return np.split(o, cuts)
 
 
-def _frame_of_columns(T: TraceGraph) -> GraphFrame:
-    """:func:`graph_frame` of a :class:`~opgraph.graph.model.TraceGraph`: the same arrays,
-    from its columns (no node dicts)."""
+def graph_frame(T: TraceGraph) -> GraphFrame:
+    """Column view of a trace graph (see :class:`GraphFrame`), from its columns (no node
+    dicts); parent and launcher from :class:`~opgraph.graph.arrays.GraphArrays`."""
     cols = T.payload["node_cols"]
     n = T.number_of_nodes()
     ids = T.node_ids
@@ -144,12 +144,6 @@ def _frame_of_columns(T: TraceGraph) -> GraphFrame:
     parent, launcher = a.parent, a.launcher
     return GraphFrame(T, ids, kind, name, ts, dur, ts + dur, lane, pid, tid, cols["device"], cols["stream"],
                       cols["correlation"], cols["external_id"], parent, launcher)
-
-
-def graph_frame(G: TraceGraph) -> GraphFrame:
-    """Column view of a trace graph (see :class:`GraphFrame`), from its columns (no node
-    dicts); parent and launcher from :class:`~opgraph.graph.arrays.GraphArrays`."""
-    return _frame_of_columns(G)
 
 
 def frame_of(G_or_frame: TraceGraph | GraphFrame) -> GraphFrame:

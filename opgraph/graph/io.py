@@ -183,7 +183,7 @@ def load_gpickle(path: str | Path) -> TraceGraph:
     if type(G) is not nx.DiGraph:
         raise OpgraphInputError(p, f"pickle holds a {type(G).__name__}, not a networkx DiGraph")
     check_structure(G, p)
-    check_graph(G, p, len(data), True)
+    check_graph(G, p, len(data))
     return columns_of(G, p)
 
 

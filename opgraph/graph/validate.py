@@ -65,16 +65,12 @@ _GRAPH_ATTR_TYPES = {"trace_metadata": dict, "device_properties": list, "distrib
                      "health": list, "span_ns": (tuple, list), "opgraph_version": str}
 
 
-def check_graph(G: nx.DiGraph, path: str, file_size: int, require_opgraph: bool = True) -> None:
+def check_graph(G: nx.DiGraph, path: str, file_size: int) -> None:
     """Refuse a loaded graph opgraph cannot analyse, with one line naming ``path``:
     missing graph attributes, nodes without a valid ``kind``/``ts``/``dur``, attributes
     nested too deeply or expanding to far more than the file holds, and a cycle among the
-    edge kinds that must be acyclic (docs/model.md). Without ``require_opgraph`` only the
-    attribute bounds are checked (any ``DiGraph`` may be saved and loaded)."""
+    edge kinds that must be acyclic (docs/model.md)."""
     gr = G.graph
-    if not require_opgraph:
-        check_bounds(G, path, file_size)
-        return
     check_graph_attrs(gr, path)
     ev = gr["events"]
     _check_nodes(G, path)

@@ -50,7 +50,7 @@ def _coded(x: Any, n: int, what: str, path: str) -> tuple[np.ndarray, np.ndarray
 def check_columns(payload: Any, path: str, file_size: int) -> None:
     """Refuse a column payload opgraph cannot analyse, with one line naming ``path``.
 
-    Same rules as :func:`opgraph.graph.validate.check_graph` with ``require_opgraph``;
+    Same rules as :func:`opgraph.graph.validate.check_graph`;
     scans are whole-array (numpy), the culprit is named from the first bad position."""
     if type(payload) is not dict or payload.get("magic") != PICKLE_MAGIC:
         raise OpgraphInputError(path, "corrupt graph columns: not an opgraph column payload")

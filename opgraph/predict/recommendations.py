@@ -202,7 +202,7 @@ class _Inputs:
         """``gpu_api``: the trace launches through CUDA/HIP; ``graphs``: it replays captured
         CUDA/HIP graphs (or records a capture); ``ordinal``: an execution trace."""
         def kind() -> dict[str, bool]:
-            a = self.arrays()
+            a = self.G.arrays
             rt = a.name[a.is_kind("runtime")]
             names = set(pd.unique(pd.Series(rt, dtype=object).dropna()).tolist())
             gpu = a.is_activity.any() and any(isinstance(n, str) and n.startswith(("cuda", "hip", "cu")) for n in names)
@@ -224,12 +224,9 @@ class _Inputs:
         """The busiest device's busy time (µs): work a host-side fix cannot remove."""
         return max((d["busy_us"] for d in self.idle().get("devices", [])), default=0.0)
 
-    def arrays(self) -> Any:
-        return self.G.arrays
-
     def makespan_us(self) -> float:
         def span() -> float:
-            a = self.arrays()
+            a = self.G.arrays
             m = a.is_host | a.is_activity
             return float(a.end[m].max() - a.ts[m].min()) / 1e3 if m.any() else 0.0
         return self.get("makespan", span)
