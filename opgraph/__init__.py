@@ -18,15 +18,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from opgraph.catalog.entries import api_names
 from opgraph.version import GRAPH_SCHEMA_VERSION, __version__
 
-#: The public functions and classes, all defined in :mod:`opgraph.api`.
+#: The public functions and classes, all defined in :mod:`opgraph.api`: these, and one
+#: function per analysis of the catalog (opgraph/catalog/entries.py).
 __all__ = [
-    "Report", "load", "build", "save", "example_trace", "info", "critical_path", "idle", "breakdown",
-    "iterations", "summary", "overheads", "roofline", "report", "diff", "what_if", "stragglers", "comm_overlap",
-    "busy_windows", "memory_bandwidth", "collectives", "launch_stats", "queue_length", "gpu_categories",
-    "memory_timeline", "cupti_counters", "advise", "shapes", "kernel_stats", "kernel_sequences",
+    "Report", "load", "build", "save", "example_trace", "roofline", "busy_windows",
     "export_perfetto", "export_graphviz", "report_html", "plot", "graph_tables", "export_tables", "TraceGraph",
+    *api_names(),
     "OpgraphInputError",
     "__version__", "GRAPH_SCHEMA_VERSION",
 ]

@@ -36,18 +36,18 @@ from opgraph.api_args import (
     bool_arg, choice_arg, graph_arg, number_arg, opt_str_arg, path_arg, paths_arg, ranks_arg, regex_arg, str_list_arg,
     suffix_arg,
 )
+from opgraph.catalog.entries import ANALYSES, api_names
+from opgraph.catalog.spec import Analysis, Option, resolve
 from opgraph.graph.model import TraceGraph
 
 PathLike = str | os.PathLike[str]
 
-#: The API's names; ``opgraph/__init__.py`` lists the same (plus the package-level ones) to
-#: load this module lazily; tests/test_api.py keeps the two lists equal.
+#: The API's names: these, and one function per catalog entry (opgraph/catalog/entries.py);
+#: ``opgraph/__init__.py`` forwards the same names without importing this module.
 __all__ = [
-    "Report", "load", "build", "save", "example_trace", "info", "critical_path", "idle", "breakdown",
-    "iterations", "summary", "overheads", "roofline", "report", "diff", "what_if", "stragglers", "comm_overlap",
-    "busy_windows", "memory_bandwidth", "collectives", "launch_stats", "queue_length", "gpu_categories", "memory_timeline",
-    "cupti_counters", "advise", "shapes", "kernel_stats", "kernel_sequences",
+    "Report", "load", "build", "save", "example_trace", "roofline", "busy_windows",
     "export_perfetto", "export_graphviz", "report_html", "plot", "graph_tables", "export_tables", "TraceGraph",
+    *api_names(),
 ]
 
 
@@ -352,68 +352,12 @@ def busy_windows(G: TraceGraph | PathLike, step_regex: str | None = None) -> Any
     return _busy(_graph(G), step_regex, data_markers_of(None))
 
 
-def memory_bandwidth(G: TraceGraph | PathLike) -> Any:
-    """Bytes, time and GB/s of memory copies and sets per device and kind (``opgraph
-    memory-bw``; a :class:`~opgraph.analysis.memory_bw.MemoryBandwidth`).
-
-    Examples
-    --------
-    >>> import opgraph
-    >>> opgraph.memory_bandwidth(opgraph.example_trace("gpu_bound")).to_frame().columns.tolist()[:3]
-    ['device', 'kind', 'count']
-    """
-    from opgraph.analysis.memory_bw import memory_bandwidth as _mbw
-
-    return _mbw(_graph(G))
 
 
-def collectives(G: TraceGraph | PathLike) -> Any:
-    """Communication kernels with their collective, message size, algorithm and bus
-    bandwidth (``opgraph collectives``; a :class:`~opgraph.analysis.collectives.CollectivesResult`).
-
-    Examples
-    --------
-    >>> import opgraph
-    >>> opgraph.collectives(opgraph.example_trace("gpu_bound")).to_frame().columns.tolist()[:3]
-    ['collective', 'group_size', 'dtype']
-    """
-    from opgraph.analysis.collectives import collectives as _coll
-
-    return _coll(_graph(G))
 
 
-def launch_stats(G: TraceGraph | PathLike, call_cutoff_us: float = 50.0, latency_cutoff_us: float = 100.0) -> Any:
-    """Launch call time, the delay after the call split into queueing and latency,
-    outliers and the short-kernel study (``opgraph launch-stats``; a
-    :class:`~opgraph.analysis.launch_stats.LaunchStats`).
-
-    Examples
-    --------
-    >>> import opgraph
-    >>> int(opgraph.launch_stats(opgraph.example_trace("gpu_bound")).to_frame()["kernels"].iloc[0])
-    18
-    """
-    from opgraph.analysis.launch_stats import launch_stats as _ls
-
-    call_cutoff_us = number_arg("call_cutoff_us", call_cutoff_us, maximum=1e9)
-    latency_cutoff_us = number_arg("latency_cutoff_us", latency_cutoff_us, maximum=1e9)
-    return _ls(_graph(G), call_cutoff_us, latency_cutoff_us)
 
 
-def queue_length(G: TraceGraph | PathLike, limit: int = 1024) -> Any:
-    """Queue length per stream over time, time-weighted, and the time at ``limit``
-    (``opgraph queue``; a :class:`~opgraph.analysis.queue_length.QueueLength`).
-
-    Examples
-    --------
-    >>> import opgraph
-    >>> opgraph.queue_length(opgraph.example_trace("gpu_bound")).to_frame()["stream"].tolist()
-    [7]
-    """
-    from opgraph.analysis.queue_length import queue_length as _ql
-
-    limit = number_arg("limit", limit, minimum=1, maximum=1 << 30, integer=True)
-    return _ql(_graph(G), limit)
 
 
 def memory_timeline(G: TraceGraph | PathLike, window: str | None = None) -> Any:
@@ -435,19 +379,6 @@ def memory_timeline(G: TraceGraph | PathLike, window: str | None = None) -> Any:
     return _mt(_graph(G), window)
 
 
-def cupti_counters(G: TraceGraph | PathLike) -> Any:
-    """CUPTI range-profiler counters per kernel range with the op that launched it, and
-    their mean per op (``opgraph counters``; a :class:`~opgraph.analysis.counters.CuptiCounters`).
-
-    Examples
-    --------
-    >>> import opgraph
-    >>> len(opgraph.cupti_counters(opgraph.example_trace("gpu_bound")).ranges)
-    0
-    """
-    from opgraph.analysis.counters import cupti_counters as _cc
-
-    return _cc(_graph(G))
 
 
 def advise(G: TraceGraph | PathLike) -> Any:
@@ -483,21 +414,6 @@ def shapes(G: TraceGraph | PathLike, *, device: str | None = None, dtype: str | 
     return _shapes(_graph(G), device=device, dtype=dtype)
 
 
-def kernel_stats(G: TraceGraph | PathLike) -> Any:
-    """Per kernel name: count, time, launch shape, registers, shared memory, duration-weighted
-    blocks per SM and occupancy, tensor-core use by name (``opgraph kernels``; a
-    :class:`~opgraph.analysis.kernel_stats.KernelStats`; µs, bytes, %).
-
-    Examples
-    --------
-    >>> import opgraph
-    >>> k = opgraph.kernel_stats(opgraph.example_trace("gpu_bound"))
-    >>> int(k.to_frame()["count"].sum()) == k.summary_["kernels"]
-    True
-    """
-    from opgraph.analysis.kernel_stats import kernel_stats as _ks
-
-    return _ks(_graph(G))
 
 
 def kernel_sequences(G: TraceGraph | PathLike, op: str | None = None, min_length: int = 3, max_length: int = 8,
@@ -522,19 +438,6 @@ def kernel_sequences(G: TraceGraph | PathLike, op: str | None = None, min_length
     return _ks(_graph(G), op, min_length, max_length, top)
 
 
-def gpu_categories(G: TraceGraph | PathLike) -> Any:
-    """GPU time by operation category and kernel type (``opgraph categories``; a
-    :class:`~opgraph.analysis.categories.CategoryBreakdown`).
-
-    Examples
-    --------
-    >>> import opgraph
-    >>> opgraph.gpu_categories(opgraph.example_trace("gpu_bound")).to_frame()["category"].tolist()
-    ['GEMM']
-    """
-    from opgraph.analysis.categories import gpu_categories as _cats
-
-    return _cats(_graph(G))
 
 
 def breakdown(G: TraceGraph | PathLike, device: bool = False, *, depth: int = 3, top: int | None = None,
@@ -853,3 +756,48 @@ def plot(result: Any, kind: str | None = None, window: int = 0) -> Any:
     if isinstance(result, RooflineResult):
         return plot_roofline(result)
     raise TypeError(f"no picture for {type(result).__name__}: plot a critical-path, idle or roofline result")
+
+
+# ------------------------------------------------------------------- made from the catalog
+def _option_value(o: Option, v: Any) -> Any:
+    """``v`` checked as the catalog declares option ``o`` (a TypeError / ValueError naming it)."""
+    if o.kind == "int":
+        return number_arg(o.name, v, minimum=1 if o.minimum is None else o.minimum, maximum=o.maximum, integer=True)
+    if o.kind == "float":
+        return number_arg(o.name, v, minimum=0.0 if o.minimum is None else o.minimum, maximum=o.maximum)
+    if o.kind == "regex":
+        return regex_arg(o.name, v, all_ok=False)
+    if o.kind == "flag":
+        return bool_arg(o.name, v)
+    return opt_str_arg(o.name, v)
+
+
+def catalog_function(entry: Analysis) -> Callable[..., Any]:
+    """``opgraph.<entry.name>(G, ...)``: the entry's function over a graph or path, its
+    ``analysis`` options as keyword (or positional) arguments with the catalog's defaults,
+    each checked; the docstring is the entry's help, command and example."""
+    import inspect
+
+    opts = entry.options_for("analysis")
+    sig = inspect.Signature(
+        [inspect.Parameter("G", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        + [inspect.Parameter(o.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=o.default) for o in opts])
+
+    def analysis(*args: Any, **kwargs: Any) -> Any:
+        bound = sig.bind(*args, **kwargs)
+        bound.apply_defaults()
+        values = {o.name: _option_value(o, bound.arguments[o.name]) for o in opts}
+        return resolve(entry.function)(_graph(bound.arguments["G"]), **values)
+
+    example = "".join(f"\n    {line}" for line in ("Examples", "--------", ">>> import opgraph",
+                                                    *entry.example.splitlines())) if entry.example else ""
+    analysis.__name__ = analysis.__qualname__ = entry.name
+    analysis.__signature__ = sig  # type: ignore[attr-defined]
+    analysis.__doc__ = (f"{entry.help}\n\n    ``opgraph {entry.command}``; the result's ``to_dict()`` is its "
+                        f"``--json`` (schemas/{entry.schema}); {entry.doc}.\n{example}\n")
+    return analysis
+
+
+for _entry in ANALYSES:
+    if not _entry.api_impl and _entry.name:
+        globals()[_entry.name] = catalog_function(_entry)

@@ -1,7 +1,8 @@
 """The ``opgraph`` command line: the group, its error boundary, and the list of commands.
 
-Every command lives in :mod:`opgraph.commands` (one module per command or family) and is
-added here, explicitly. Every command that takes a graph accepts a saved graph
+The commands are the analysis catalog's (opgraph/catalog/entries.py; docs/architecture.md,
+"The analysis catalog"): an entry's hand-written command from :mod:`opgraph.commands`, or the
+one :mod:`opgraph.commands.catalog_command` makes from the entry; then the tools. Every command that takes a graph accepts a saved graph
 (``.gpickle``, ``.json.gz``) or a raw trace. Bad input prints one line and exits with
 code 2; never a traceback.
 """
@@ -15,11 +16,6 @@ from typing import Any
 
 import click
 
-from opgraph.commands import (
-    advise, augment, breakdown, build, categories, collectives, counters, critical_path, devices, diff, export, info,
-    iterations, kernel_models, kernel_stats, launch_stats, memory_bw, memory_timeline, nvtx, overheads, overlap,
-    predict, queue_length, report, sequences, shapes, stragglers, summary,
-)
 from opgraph.errors import OpgraphInputError
 from opgraph.version import __version__
 
@@ -79,16 +75,23 @@ def main(ctx: click.Context, full_names: bool) -> None:
     ctx.meta[FULL_NAMES_KEY] = full_names
 
 
+def _commands() -> tuple[click.Command, ...]:
+    """Every command of the catalog (opgraph/catalog/entries.py), in its order: an analysis's
+    own command when it has one, else the one made from its entry; then the tools."""
+    from opgraph.catalog.entries import ANALYSES, COMMAND_ORDER, TOOLS
+    from opgraph.catalog.spec import resolve
+    from opgraph.commands.catalog_command import analysis_command
+
+    made: dict[str, click.Command] = {}
+    for a in ANALYSES:
+        made[a.command] = resolve(a.command_impl) if a.command_impl else analysis_command(a)
+    for t in TOOLS:
+        made[t.command] = resolve(t.command_impl)
+    return tuple(made[c] for c in COMMAND_ORDER)
+
+
 #: The commands, in the order of the reading: build and inspect, analyse, export.
-COMMANDS: tuple[click.Command, ...] = (
-    build.build, info.info, summary.summary, iterations.iterations, breakdown.breakdown, overheads.overheads,
-    critical_path.critical_path_cmd, critical_path.idle_cmd, stragglers.stragglers_cmd, overlap.overlap_cmd,
-    collectives.collectives_cmd, launch_stats.launch_stats_cmd, queue_length.queue_cmd, memory_bw.memory_bw_cmd,
-    memory_timeline.memory_cmd, categories.categories_cmd, kernel_stats.kernels_cmd, shapes.shapes_cmd,
-    sequences.sequences_cmd, counters.counters_cmd, advise.advise_cmd, nvtx.nvtx_cmd, nvtx.enqueue_stats_cmd,
-    report.report, augment.augment, devices.devices, diff.diff, predict.predict_cmd,
-    kernel_models.kernel_models_cmd, export.export_cmd,
-)
+COMMANDS: tuple[click.Command, ...] = _commands()
 for _cmd in COMMANDS:
     main.add_command(_cmd)
 

@@ -25,6 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import ROOT, CliResult, _run_cli, same_values
+from opgraph.catalog.entries import ANALYSES as CATALOG
 
 SYNTH = ROOT / "fixtures" / "synth" / "gpu_bound.json"
 CUDA_GRAPH = ROOT / "fixtures" / "synth" / "cuda_graph.json"
@@ -334,6 +335,9 @@ API_CALLS: dict[str, tuple[str, ...]] = {
     "save": ("path",), "export_tables": ("directory", "fmt"), "load": ("path",), "info": ("G",), "advise": ("G",),
     "kernel_stats": ("G",), "gpu_categories": ("G",), "memory_bandwidth": ("G",), "collectives": ("G",),
 }
+#: Every catalog analysis not listed above, with the options the catalog gives its API function.
+API_CALLS |= {a.name: tuple(o.name for o in a.options_for("analysis")) or ("G",)
+              for a in CATALOG if a.name and a.name not in API_CALLS}
 _POSITIONAL_OUT = {"export_perfetto": "p.json", "export_graphviz": "g.dot", "report_html": "r.html", "save": "g.gpickle",
                    "export_tables": "tables"}
 
@@ -344,6 +348,8 @@ _LISTS = {"scale_kernels", "scale_cpu", "remove"}
 _COUNTS = {"batch_size", "limit", "min_length", "max_length", "top", "depth", "workers"}
 _TIMES = {"kernel_wait_us", "call_cutoff_us", "latency_cutoff_us"}
 _REGEXES = {"window", "step_regex", "op"}
+for _o in (o for a in CATALOG for o in a.options_for("analysis")):  # the catalog's options, by kind
+    {"int": _COUNTS, "float": _TIMES, "regex": _REGEXES}.get(_o.kind, set()).add(_o.name)
 
 
 def _must_fail(fn: str, arg: str, v: Any) -> bool:

@@ -26,6 +26,7 @@ import pytest
 
 from conftest import KINETO_DIR, SYNTH_DIR, _run_cli, requires_traces
 from opgraph.export.html.report import get_path
+from opgraph.export.html.tables import TABLE_SECTIONS
 
 REAL = [("param_dlrm_8gpu_rank0.pt.trace.json.gz", 2048), ("tracelens_h100_bert_small.json.gz", None)]
 #: The CLI commands whose --json output each report section reproduces.
@@ -38,18 +39,8 @@ CLI = {
     "overheads": ["overheads", "--json"],
     "roofline": ["report", "--json"],
     "info": ["info", "--json"],
-    "overlap": ["overlap", "--json"],
-    "categories": ["categories", "--json"],
-    "memory_bw": ["memory-bw", "--json"],
-    "collectives": ["collectives", "--json"],
-    "launch_stats": ["launch-stats", "--json"],
-    "queue": ["queue", "--json"],
-    "memory": ["memory", "--json"],
-    "counters": ["counters", "--json"],
-    "advise": ["advise", "--json"],
-    "shapes": ["shapes", "--json"],
-    "kernels": ["kernels", "--json"],
-    "sequences": ["sequences", "--json"],
+    # every table section: the command its catalog entry names (opgraph/catalog/entries.py)
+    **{spec.key: list(spec.command) for spec in TABLE_SECTIONS},
 }
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--no-first-run"]

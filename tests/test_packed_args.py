@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from conftest import KINETO_FILES, requires_traces, write_payload
 
 import opgraph
+from opgraph.catalog.entries import ANALYSES as CATALOG
 from opgraph.cli import main
 from opgraph.errors import OpgraphInputError
 from opgraph.graph.io import load_any, load_gpickle, save_gpickle
@@ -23,9 +24,8 @@ from opgraph.graph.model import TraceGraph
 from opgraph.graph.packed_args import ARGS_KEY, LazyGraphAttrs, pack_args
 from opgraph.graph.payload import graph_to_payload
 
-#: API analyses that work on the columns without reading args.
-ARGS_FREE = ("idle", "critical_path", "launch_stats", "queue_length", "comm_overlap", "iterations", "summary",
-             "overheads", "kernel_sequences")
+#: API analyses that work on the columns without reading args (the catalog's ``reads_args=False``).
+ARGS_FREE = tuple(a.name for a in CATALOG if a.name and not a.reads_args)
 
 
 def _saved(tmp_path: Path, trace: Path | None = None) -> tuple[Path, nx.DiGraph]:

@@ -11,12 +11,12 @@ import pandas as pd
 import pytest
 
 from conftest import KINETO_DIR, ROOT, _run_cli, assert_one_line_error
+from opgraph.catalog.entries import ANALYSES as CATALOG
 from opgraph.schemas_util import validation_error
 
 SEQ = ROOT / "fixtures" / "multirank" / "seq"
-SCHEMAS = {"idle": "idle.schema.json", "queue": "queue-length.schema.json", "categories": "categories.schema.json",
-           "kernels": "kernel-stats.schema.json", "launch-stats": "launch-stats.schema.json",
-           "memory-bw": "memory-bw.schema.json", "overlap": "overlap.schema.json"}
+#: Every catalog analysis that runs rank by rank on a job's rank traces, and its schema.
+SCHEMAS = {a.command: a.schema for a in CATALOG if a.per_rank}
 
 
 def _strip(d: dict) -> dict:

@@ -21,9 +21,15 @@ import pytest
 import opgraph
 
 from conftest import KINETO_DIR
+from opgraph.catalog.entries import ANALYSES as CATALOG
 
-#: The analyses compared, each as a JSON-ready document.
+#: The analyses compared, each as a JSON-ready document: these with their options, and every
+#: catalog analysis whose API function is made from its entry, with the catalog's defaults.
 ANALYSES: dict[str, Callable[[Any], Any]] = {
+    a.name: (lambda G, a=a: getattr(opgraph, a.name)(G).to_dict(**a.defaults("output")))
+    for a in CATALOG if a.name and not a.api_impl
+}
+ANALYSES |= {
     "idle": lambda G: opgraph.idle(G).to_dict(top=10),
     "critical_path": lambda G: opgraph.critical_path(G).to_dict(with_path=False),
     "overlap": lambda G: opgraph.comm_overlap(G).to_dict(),

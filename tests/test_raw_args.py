@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from conftest import KINETO_FILES, SYNTH_TRACES, requires_traces, same_values, write_payload
 
 import opgraph
+from opgraph.catalog.entries import ANALYSES as CATALOG
 from opgraph.graph.model import TraceGraph
 from opgraph.cli import main
 from opgraph.errors import OpgraphInputError
@@ -28,9 +29,8 @@ from opgraph.ingest.kineto import parse_json
 from opgraph.ingest.source import read_source
 from opgraph.pipelines import build_file
 
-#: API analyses that work on the columns without reading args.
-ARGS_FREE = ("idle", "critical_path", "launch_stats", "queue_length", "comm_overlap", "iterations", "summary",
-             "overheads", "kernel_sequences")
+#: API analyses that work on the columns without reading args (the catalog's ``reads_args=False``).
+ARGS_FREE = tuple(a.name for a in CATALOG if a.name and not a.reads_args)
 
 
 def _general_args(trace: Path) -> list:

@@ -118,7 +118,7 @@ def _count_exact(codes: np.ndarray, seg: np.ndarray, starts: np.ndarray, pattern
 
 
 def kernel_sequences(G: TraceGraph, op: str | None = None, min_length: int = 3, max_length: int = 8,
-                     top: int = 20, whole_calls: bool = False) -> KernelSequences:
+                     top: int = 10, whole_calls: bool = False) -> KernelSequences:
     """The most time-consuming repeated kernel sequences of ``G`` (module docstring).
 
     Parameters

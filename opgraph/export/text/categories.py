@@ -10,8 +10,9 @@ from rich.table import Table
 from opgraph.export.text.console import NO_GPU, print_table
 
 
-def render_categories(tables: dict[str, Any], console: Console) -> None:
+def render_categories(res: Any, console: Console) -> None:
     """GPU time by category and by kernel type (sums of durations)."""
+    tables = res.tables()
     for key, title in (("by_category", "GPU time by operation category"), ("by_type", "GPU time by kernel type")):
         t = Table(title=f"{title} (µs, sum of durations)", title_justify="left")
         col = "category" if key == "by_category" else "type"

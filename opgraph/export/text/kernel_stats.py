@@ -16,8 +16,9 @@ def _opt(v: Any, fmt: str) -> str:
     return "-" if v is None else format(v, fmt)
 
 
-def render_kernel_stats(doc: dict[str, Any], console: Console, top: int = 20) -> None:
+def render_kernel_stats(res: Any, console: Console, top: int = 20) -> None:
     """The summary line, then one row per kernel name (largest total time first)."""
+    doc = res.to_dict()
     s = doc["summary"]
     if s["kernels"]:
         occ = "-" if s["occupancy_pct"] is None else f"{s['occupancy_pct']:.1f} %"

@@ -12,8 +12,9 @@ from opgraph.export.text.console import cell, print_table
 NO_LAUNCHES = "no launched device activities in this trace"
 
 
-def render_launch_stats(t: dict[str, Any], console: Console, top: int = 10) -> None:
+def render_launch_stats(res: Any, console: Console, top: int = 10) -> None:
     """Summary, latency outliers, kernel-duration histogram and the ops launching short kernels."""
+    t = res.tables()
     s = t["summary"].to_dict("records")[0] if len(t["summary"]) else None
     if not s or not s["launches"]:
         console.print(NO_LAUNCHES)

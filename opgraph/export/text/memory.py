@@ -13,8 +13,9 @@ from opgraph.export.text.console import cell, print_table
 NO_COPIES = "no memory copies or sets in this trace"
 
 
-def render_memory_bw(df: Any, console: Console) -> None:
+def render_memory_bw(res: Any, console: Console) -> None:
     """One row per device and copy kind (bytes, µs, GB/s)."""
+    df = res.to_frame()
     t = Table(title="Memory copies and sets (time from the profiler's exact durations)", title_justify="left")
     for c in ("dev", "kind", "count", "MB", "time µs", "GB/s", "p50 GB/s", "max GB/s", "note"):
         t.add_column(c, justify="left" if c in ("kind", "note") else "right")

@@ -12,8 +12,9 @@ from opgraph.export.text.console import print_table
 NO_QUEUE = "no launched device activities in this trace"
 
 
-def render_queue_length(df: Any, console: Console) -> None:
+def render_queue_length(res: Any, console: Console) -> None:
     """One row per stream: max and time-weighted mean / p50 / p90 queue length."""
+    df = res.to_frame()
     t = Table(title="Stream queue length (launched, not yet ended; time-weighted)", title_justify="left")
     for c in ("dev", "stream", "activities", "span µs", "max", "mean", "p50", "p90", "time at limit µs"):
         t.add_column(c, justify="right")
