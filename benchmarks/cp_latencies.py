@@ -25,7 +25,7 @@ import sys
 
 import numpy as np
 
-from opgraph.analysis.critical_path.model import R
+from opgraph.analysis.critical_path.boundary_edges import R
 from opgraph.analysis.critical_path.engine import boundary_dag
 from opgraph.graph.io import load_any
 

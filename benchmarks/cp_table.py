@@ -20,7 +20,7 @@ import json
 import os
 import sys
 
-from opgraph.analysis.critical_path.model import CATEGORIES
+from opgraph.analysis.critical_path.boundary_edges import CATEGORIES
 from opgraph.analysis.critical_path.path import critical_path
 from opgraph.graph.io import load_any
 

@@ -48,7 +48,7 @@ from opgraph.analysis.graph_frame import graph_frame
 from opgraph.graph.io import load_any  # noqa: E402
 from opgraph.predict.et_sim import predict_et  # noqa: E402
 from opgraph.predict.kernel_models import write_json_file  # noqa: E402
-from opgraph.predict.model_build import build_calibration, build_lookup, profile_ops  # noqa: E402
+from opgraph.predict.kernel_model_build import build_calibration, build_lookup, profile_ops  # noqa: E402
 
 
 def profile_files(kineto: Path, out: Path, tag: str, device: str | None = None, drop_outliers: str | None = "iqr",

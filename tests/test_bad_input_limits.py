@@ -401,7 +401,7 @@ def _schema(name: str) -> dict:
 
 
 def test_schema_enums_list_every_value_the_code_emits() -> None:
-    from opgraph.analysis.critical_path.model import CATEGORIES
+    from opgraph.analysis.critical_path.boundary_edges import CATEGORIES
     from opgraph.analysis.steps import STEP_SOURCES
     from opgraph.graph.windows import STEP_MARKERS, WINDOW_SOURCES
     from opgraph.graph.build import EDGE_KINDS

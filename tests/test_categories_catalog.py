@@ -20,7 +20,7 @@ def _schema(name: str) -> dict:
 
 
 def test_analyses_use_the_catalog() -> None:
-    from opgraph.analysis.critical_path.model import CATEGORIES, WAIT_CATEGORIES as CP_WAITS
+    from opgraph.analysis.critical_path.boundary_edges import CATEGORIES, WAIT_CATEGORIES as CP_WAITS
     from opgraph.analysis.crossrank import CROSS_CATEGORIES
     from opgraph.analysis.idle import CAUSES
     from opgraph.export.plots import COLORS

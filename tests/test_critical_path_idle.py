@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from opgraph.analysis.critical_path.model import CATEGORIES
+from opgraph.analysis.critical_path.boundary_edges import CATEGORIES
 from opgraph.analysis.critical_path.path import critical_path
 from opgraph.analysis.idle import CAUSES, idle_time
 from opgraph.cli import main

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import prose, table_headers
 
-from opgraph.analysis.critical_path.model import CATEGORIES
+from opgraph.analysis.critical_path.boundary_edges import CATEGORIES
 from opgraph.analysis.critical_path.path import critical_path
 from opgraph.graph.io import load_any
 from opgraph.schemas_util import validate

@@ -22,7 +22,7 @@ import pytest
 
 from opgraph.graph.arrays import GraphArrays
 from opgraph.analysis.critical_path.engine import LAUNCH_CALL_MAX_NS, LAUNCH_LATENCY_MAX_NS, boundary_dag
-from opgraph.analysis.critical_path.model import blocking_waits
+from opgraph.analysis.critical_path.boundary_edges import blocking_waits
 from opgraph.analysis.critical_path.path import critical_path
 
 from conftest import KINETO_DIR, load_graph

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from opgraph.analysis.critical_path.model import CATEGORIES
+from opgraph.analysis.critical_path.boundary_edges import CATEGORIES
 from opgraph.analysis.critical_path.path import critical_path
 from opgraph.analysis.idle import idle_time
 from opgraph.cli import main

@@ -1,4 +1,4 @@
-"""ET-driven prediction (opgraph.predict.kernel_models / model_build / et_sim, `opgraph
+"""ET-driven prediction (opgraph.predict.kernel_models / kernel_model_build / et_sim, `opgraph
 predict --et`, `opgraph kernel-models`): worked numbers, model units, a hand-computed
 simulation, the CLI, bad input, and the real same-run pairs (skipped without traces)."""
 

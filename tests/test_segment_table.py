@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import KINETO_FILES, SYNTH_TRACES, requires_traces
 
-from opgraph.analysis.critical_path.model import CATEGORIES
+from opgraph.analysis.critical_path.boundary_edges import CATEGORIES
 from opgraph.analysis.critical_path.result import SegmentTable, summarize_windows
 from opgraph.analysis.critical_path.run_result import CriticalPathResult
 from opgraph.analysis.critical_path.path import critical_path

@@ -44,7 +44,7 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from opgraph.analysis.critical_path.model import CAT, PRIORITY, ROLES
+from opgraph.analysis.critical_path.boundary_edges import CAT, PRIORITY, ROLES
 from opgraph.analysis.critical_path.engine import EXIT_EDGE, BoundaryDAG, CircularPath, boundary_dag, segment_columns, walk_back
 from opgraph.analysis.critical_path.path import segment_table
 from opgraph.analysis.crossrank import (COLLECTIVE_PRIO, CrossRankResult, StepPath, cross_segments, select_ranks,

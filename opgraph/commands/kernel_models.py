@@ -39,7 +39,7 @@ def kernel_models_cmd(input: str, lookup: str | None, calibration: str | None, d
     from opgraph.commands.window_option import window_errors
     from opgraph.outfiles import check_output_path
     from opgraph.predict.kernel_models import device_peaks, write_json_file
-    from opgraph.predict.model_build import build_calibration, build_lookup, profile_ops
+    from opgraph.predict.kernel_model_build import build_calibration, build_lookup, profile_ops
 
     if lookup is None and calibration is None:
         raise OpgraphInputError("kernel-models", "nothing to write: give --lookup OUT and/or --calibration OUT")

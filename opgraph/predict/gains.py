@@ -70,7 +70,7 @@ def cpu_work_pattern(a: Any) -> str:
 
     import numpy as np
 
-    from opgraph.analysis.critical_path.model import blocking_waits
+    from opgraph.analysis.critical_path.boundary_edges import blocking_waits
     from opgraph.graph.tree import data_loading_owners
     from opgraph.names import annotation_like
 

@@ -1,7 +1,7 @@
 """Kernel-time models for ET-driven prediction (issue 8; seed-algorithms.md §3.3-§3.7).
 
 Pure functions and small data classes, no graph code (building the tables from a profiled
-trace is :mod:`opgraph.predict.model_build`). Three models, tried in this order by the
+trace is :mod:`opgraph.predict.kernel_model_build`). Three models, tried in this order by the
 simulator (:mod:`opgraph.predict.et_sim`):
 
 1. **measured lookup** (:class:`KernelLookup`): op name + input shapes -> the device

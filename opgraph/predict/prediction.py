@@ -25,7 +25,7 @@ import numpy as np
 from opgraph.graph.arrays import GraphArrays
 from opgraph.graph.model import TraceGraph
 from opgraph.intervals import union_intervals
-from opgraph.analysis.critical_path.model import CATEGORIES
+from opgraph.analysis.critical_path.boundary_edges import CATEGORIES
 from opgraph.analysis.critical_path.run_result import CriticalPathResult
 from opgraph.analysis.critical_path.path import critical_path
 from opgraph.predict.simulation import (

@@ -69,7 +69,7 @@ from opgraph.graph.arrays import GraphArrays
 from opgraph.graph.model import TraceGraph
 
 from opgraph.graph.cycles import kahn_order
-from opgraph.analysis.critical_path.model import PRIORITY, ROLES, R, BoundaryEdges, boundary_edges, edge_categories
+from opgraph.analysis.critical_path.boundary_edges import PRIORITY, ROLES, R, BoundaryEdges, boundary_edges, edge_categories
 from opgraph.analysis.critical_path.engine import boundary_times, dag_from_edges, pick_critical
 
 #: A launch call is blocked by a full launch queue when it takes this long (ns) and 10x the

@@ -3,7 +3,7 @@
 Public names only (docs/architecture.md, "Packages"); the code is in
 :mod:`opgraph.analysis.critical_path.path`."""
 
-from opgraph.analysis.critical_path.model import (  # noqa: F401 - the package's public names
+from opgraph.analysis.critical_path.boundary_edges import (  # noqa: F401 - the package's public names
     CATEGORIES,
     WAIT_CATEGORIES,
     ROLES,

@@ -7,7 +7,7 @@ paths (:mod:`opgraph.predict`) and the Graphviz picture of the path (:mod:`opgra
 
 **Pick.** Each boundary's *critical predecessor* is the dependency that arrived last:
 latest ``min(t(src), t(dst))``, ties broken by role priority
-(:data:`opgraph.analysis.critical_path.model.PRIORITY`), then by the later source boundary
+(:data:`opgraph.analysis.critical_path.boundary_edges.PRIORITY`), then by the later source boundary
 (never by edge order, so any caller's edge order picks the same path). With a window
 source joined to every boundary at the window start, every source-to-boundary path has the
 same elapsed length, so the longest path is exactly the chain of last-arriving dependencies
@@ -44,7 +44,7 @@ import numpy as np
 from opgraph.graph.arrays import GraphArrays
 from opgraph.graph.model import TraceGraph
 from opgraph.graph.streams import LATE_START_NS
-from opgraph.analysis.critical_path.model import (
+from opgraph.analysis.critical_path.boundary_edges import (
     CAT, PRIORITY, ROLES, R, BoundaryEdges, boundary_edges, edge_categories,
 )
 
@@ -69,7 +69,7 @@ KERNEL_GAP_MAX_NS = LATE_START_NS
 class ExtraEdges:
     """Boundary edges added to the model by a caller (e.g. cross-rank ``collective`` edges of
     :mod:`opgraph.analysis.crossrank`): boundaries ``src -> dst``, each with a category code
-    (index into :data:`opgraph.analysis.critical_path.model.CATEGORIES`), an owner position
+    (index into :data:`opgraph.analysis.critical_path.boundary_edges.CATEGORIES`), an owner position
     and a tie priority (higher wins among equal arrival times; the model's own edges use
     0..3)."""
 

@@ -2,7 +2,7 @@
 
 The package holds the one critical-path engine of opgraph:
 
-* :mod:`~opgraph.analysis.critical_path.model`: the dependency model (boundary edges,
+* :mod:`~opgraph.analysis.critical_path.boundary_edges`: the dependency model (boundary edges,
   roles, categories) built from the graph's edges, recorded and inferred;
 * :mod:`~opgraph.analysis.critical_path.engine`: the last-arrival pick, the walk back and
   the categorised segments, shared by the single-rank path, the cross-rank path
@@ -29,7 +29,7 @@ from opgraph.analysis.critical_path.engine import (
     BoundaryDAG, RawSegment,
     SEGMENT_FIELDS, boundary_dag, segment_columns, walk_back,
 )
-from opgraph.analysis.critical_path.model import (
+from opgraph.analysis.critical_path.boundary_edges import (
     CATEGORIES, ROLES,
 )
 from opgraph.analysis.critical_path.result import PathSegment, SegmentTable, WindowPath

@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 import pandas as pd
 
-from opgraph.analysis.critical_path.model import CATEGORIES, WAIT_CATEGORIES
+from opgraph.analysis.critical_path.boundary_edges import CATEGORIES, WAIT_CATEGORIES
 
 #: Kinds of device activities (for top-kernel tables).
 _DEVICE_KINDS = ("kernel", "memcpy", "memset")

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
-from opgraph.analysis.critical_path.model import CATEGORIES
+from opgraph.analysis.critical_path.boundary_edges import CATEGORIES
 from opgraph.analysis.critical_path.result import WindowPath, breakdown_frame, path_frame, summarize_windows
 from opgraph.analysis.critical_path.verdict import RunVerdict, run_verdict
 from opgraph.analysis.display import TableResult

@@ -16,7 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from opgraph.analysis.critical_path.model import CATEGORIES
+from opgraph.analysis.critical_path.boundary_edges import CATEGORIES
 from opgraph.analysis.idle import IdleResult
 from opgraph.graph.arrays import GraphArrays
 from opgraph.graph.model import TraceGraph

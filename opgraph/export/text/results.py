@@ -132,7 +132,7 @@ def _pct_bar(pct: float, width: int = 20) -> str:
 
 def render_critical_path(res, console: Console, top: int = 8) -> None:
     """Print one table per window plus a summary (``opgraph critical-path``)."""
-    from opgraph.analysis.critical_path.model import CATEGORIES
+    from opgraph.analysis.critical_path.boundary_edges import CATEGORIES
 
     for w in res.windows:
         console.print(path_breakdown_table(
