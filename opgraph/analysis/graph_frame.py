@@ -14,7 +14,7 @@ import numpy as np
 
 from opgraph.analysis.kind_codes import K_KERNEL, K_MEMSET, K_OTHER, K_RUNTIME, KIND_CODES, KIND_NAMES
 from opgraph.graph.model import TraceGraph
-from opgraph.graph.windows import WindowColumns, thread_lanes
+from opgraph.graph.windows import WindowColumns
 
 __all__ = ["GraphFrame", "graph_frame", "frame_of"]
 
@@ -139,10 +139,9 @@ def graph_frame(T: TraceGraph) -> GraphFrame:
     ts = cols["ts"]
     dur = np.maximum(cols["dur"], 0)
     pid, tid = T.column("pid"), T.column("tid")
-    lane = thread_lanes(pid, tid)
     a = T.arrays   # edge positions in the order a DiGraph iterates them
     parent, launcher = a.parent, a.launcher
-    return GraphFrame(T, ids, kind, name, ts, dur, ts + dur, lane, pid, tid, cols["device"], cols["stream"],
+    return GraphFrame(T, ids, kind, name, ts, dur, ts + dur, a.lane, pid, tid, cols["device"], cols["stream"],
                       cols["correlation"], cols["external_id"], parent, launcher)
 
 

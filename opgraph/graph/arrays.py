@@ -13,6 +13,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from opgraph.ingest.lanes import lanes
 from opgraph.ingest.table import DEVICE_ACTIVITY_KINDS, HOST_KINDS
 
 
@@ -149,18 +150,10 @@ class GraphArrays:
         ``rich``: (edge index, attributes) of the edges that carry more than a kind)."""
         n = len(eid)
         pos_of = dict(zip(eid.tolist(), range(n)))
-        # lanes: host (pid, tid); device (device, stream)
+        # lanes: host (pid, tid); device (device, stream); per rank in a job graph
         is_dev = np.isin(kind, DEVICE_ACTIVITY_KINDS + ("gpu_annotation",))
-        pc, _ = pd.factorize(pid)
-        tc, tu = pd.factorize(tid)
-        host_lane = pc.astype(np.int64) * (len(tu) + 2) + tc + 1
-        dev_lane = -((device + 2) * (1 << 32) + (stream + 2))
-        lane_raw = np.where(is_dev, dev_lane, host_lane)
-        lane, _ = pd.factorize(lane_raw)
-        if rank is not None:  # a multi-rank job graph: lanes are per rank
-            if len(np.unique(rank)) > 1:
-                lane, _ = pd.factorize(rank * (int(lane.max()) + 1) + lane)
-        else:
+        lane = lanes(pid, tid, device, stream, is_dev, rank)
+        if rank is None:
             rank = np.zeros(n, dtype=np.int64)
         edges: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         if len(src):
@@ -172,7 +165,7 @@ class GraphArrays:
                 edges[str(k)] = (s_pos[m], d_pos[m])
         else:
             per_kind = {}
-        return cls(eid, kind, name, ts, ts + dur, pid, tid, device, stream, lane.astype(np.int64), edges, pos_of,
+        return cls(eid, kind, name, ts, ts + dur, pid, tid, device, stream, lane, edges, pos_of,
                    rank, per_kind)
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from opgraph.ingest.lanes import lanes
 from opgraph.ingest.table import NODE_KINDS
 
 
@@ -37,11 +38,11 @@ class EventColumns:
         ts = ev["ts_ns"].to_numpy()
         dur = ev["dur_ns"].to_numpy()
         has_ts = ev["has_ts"].to_numpy() if "has_ts" in ev else np.ones(len(ev), dtype=bool)
-        pid_codes, _ = pd.factorize(ev["pid"].to_numpy(dtype=object))
-        tid_codes, tid_u = pd.factorize(ev["tid"].to_numpy(dtype=object))
-        lane, _ = pd.factorize(pid_codes.astype(np.int64) * (len(tid_u) + 2) + tid_codes + 1)
+        pid = ev["pid"].to_numpy(dtype=object)
+        pid_codes, _ = pd.factorize(pid)
+        lane = lanes(pid, ev["tid"].to_numpy(dtype=object))
         return cls(kind, ts, dur, ts + np.maximum(dur, 0), ev["eid"].to_numpy(), ev["correlation"].to_numpy(),
-                   has_ts, pid_codes, lane.astype(np.int64), np.isin(kind, NODE_KINDS) & has_ts & (dur >= 0))
+                   has_ts, pid_codes, lane, np.isin(kind, NODE_KINDS) & has_ts & (dur >= 0))
 
 
 __all__ = ["EventColumns"]

@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from opgraph.graph.windows import thread_lanes
+from opgraph.ingest.lanes import lanes as lane_codes
 from opgraph.ingest.table import EventTable
 from opgraph.names import names_where
 
@@ -138,7 +138,7 @@ def captured_graphs(table: EventTable, source: str | None = None) -> list[Captur
     ts = ev["ts_ns"].to_numpy(np.int64)
     dur = np.maximum(ev["dur_ns"].to_numpy(np.int64), 0)
     end = ts + dur
-    lanes = thread_lanes(ev["pid"], ev["tid"])  # one integer per (pid, tid)
+    lanes = lane_codes(ev["pid"].to_numpy(dtype=object), ev["tid"].to_numpy(dtype=object))  # per thread
     corr = ev["correlation"].to_numpy(np.int64)
     args = table.event_args()
     # launch calls whose activity ran were not captured

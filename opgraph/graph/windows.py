@@ -126,15 +126,6 @@ class WindowNotFound(WindowError):
 
 
 # --------------------------------------------------------------------------- windows
-def thread_lanes(pid: Any, tid: Any) -> np.ndarray:
-    """One int64 code per distinct (pid, tid) pair (compared as text), in first-seen order."""
-    if not len(pid):
-        return np.empty(0, np.int64)
-    pc, _ = pd.factorize(pd.Series(pid, dtype=object).astype(str))
-    tc, tu = pd.factorize(pd.Series(tid, dtype=object).astype(str))
-    return pd.factorize(pc.astype(np.int64) * (len(tu) + 1) + tc)[0].astype(np.int64)
-
-
 @dataclass(frozen=True)
 class Window:
     """One window: ``[start_ns, end_ns)`` of the range that defines it.

@@ -23,6 +23,7 @@ from opgraph.ingest.event_args import DictArgs, RawArgs
 from opgraph.ingest.kineto_decode import FieldColumns, columns_of_dicts
 from opgraph.ingest.kineto_kinds import KNOWN_NON_NODE_CATS, kind_categories, mtia_kinds, pair_kinds
 from opgraph.ingest.kineto_times import check_us_range, exact_ts_ns
+from opgraph.ingest.lanes import lanes
 from opgraph.ingest.source import SourceBytes
 from opgraph.ingest.steps import STEP_RE
 from opgraph.ingest.table import NONE_ID, EventTable
@@ -153,7 +154,7 @@ def events_to_table(src: SourceBytes, events: list | FieldColumns) -> EventTable
             device[i] = pv
     be_unmatched = None
     if has_be:
-        lane = pid_codes_n.astype(np.int64) * (len(tid_u) + 1) + tid_codes_n
+        lane = lanes(pid_codes_n, tid_codes_n)
         be_unmatched = _pair_begin_end(path, ts_ns, dur_ns, is_b & has_ts, is_e & has_ts, lane)
 
     # Keys beyond the canonical ones are in ``extra`` (for lossless re-export).
