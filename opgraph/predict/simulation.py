@@ -430,9 +430,9 @@ def predicted_arrays(m: BoundaryModel, tb: np.ndarray) -> GraphArrays:
     e = np.maximum(e, s)
     ga = np.flatnonzero(a.kind == "gpu_annotation")
     if len(ga):
-        ns_, nd_ = a.out_edges("nest")
-        m_ = (a.kind[ns_] == "gpu_annotation") & a.is_activity[nd_]
-        ps, pd_ = ns_[m_], nd_[m_]
+        pd_ = np.flatnonzero(a.is_activity & (a.parent >= 0))
+        pd_ = pd_[a.kind[a.parent[pd_]] == "gpu_annotation"]
+        ps = a.parent[pd_]
         if len(ps):
             lo = np.full(a.n, np.iinfo(np.int64).max, dtype=np.int64)
             hi = np.full(a.n, np.iinfo(np.int64).min, dtype=np.int64)

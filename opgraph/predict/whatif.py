@@ -39,6 +39,7 @@ import numpy as np
 
 from opgraph.graph.linking import LAUNCH_API_RE
 from opgraph.graph.model import TraceGraph
+from opgraph.graph.tree import within
 from opgraph.predict.simulation import NEVER, ROLES, R, BoundaryModel
 
 #: Roles whose lag is a latency (replaced by ``typical_latencies``).
@@ -227,14 +228,7 @@ def apply(m: BoundaryModel, transforms: list[Transform], device_factors: np.ndar
                 kfac *= device_factors
     # removal: descendants on the thread and launched activities
     if removed.any():
-        ns_, nd_ = a.out_edges("nest")
-        hm = is_host[ns_] & is_host[nd_]
-        ns_, nd_ = ns_[hm], nd_[hm]
-        while True:
-            grow = removed[ns_] & ~removed[nd_]
-            if not grow.any():
-                break
-            removed[nd_[grow]] = True
+        removed = within(a.host_parent, removed)
         ls, ld = a.out_edges("launch")
         removed[ld[removed[ls]]] = True
     for tr in transforms:

@@ -57,10 +57,9 @@ class TraceColumns:
         ev = T.graph.get("events")
         n = a.n
         args = ev["args"].to_numpy(dtype=object)[a.eid] if ev is not None and n else np.full(n, None, dtype=object)
-        ps, pd_ = a.out_edges("nest")
         ls, ld = a.out_edges("launch")
-        return cls.from_edges(a.eid, a.kind, a.name, a.ts, a.end - a.ts, a.device,
-                              T.payload["node_cols"]["external_id"], args, ps, pd_, ls, ld, T.graph)
+        return cls(a.eid, a.kind, a.name, a.ts, a.end - a.ts, a.device, T.payload["node_cols"]["external_id"], args,
+                   a.host_parent, ls, ld, T.graph)
 
     @classmethod
     def from_payload(cls, payload: Mapping[str, Any]) -> "TraceColumns":
