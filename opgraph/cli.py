@@ -2,7 +2,8 @@
 
 The commands are the analysis catalog's (opgraph/catalog/entries.py; docs/architecture.md,
 "The analysis catalog"): an entry's hand-written command from :mod:`opgraph.commands`, or the
-one :mod:`opgraph.commands.catalog_command` makes from the entry; then the tools. Every command that takes a graph accepts a saved graph
+one :mod:`opgraph.commands.catalog_command` makes from the entry; then the tools. Each is
+imported when it runs (:func:`load_command`); :func:`commands` loads them all. Every command that takes a graph accepts a saved graph
 (``.gpickle``, ``.json.gz``) or a raw trace. Bad input prints one line and exits with
 code 2; never a traceback.
 """
@@ -33,8 +34,22 @@ _WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, e
 
 
 class _Group(click.Group):
-    """Turns every input error into one line + exit 2, and anything unexpected into one
-    line + exit 1 (set OPGRAPH_DEBUG=1 for the traceback)."""
+    """The catalog's commands, each imported when it is run (``opgraph idle`` imports the
+    idle command's modules, not the other 30); every input error as one line + exit 2, and
+    anything unexpected as one line + exit 1 (set OPGRAPH_DEBUG=1 for the traceback)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        from opgraph.catalog.entries import COMMAND_ORDER
+
+        return sorted(COMMAND_ORDER)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        cmd = self.commands.get(cmd_name)
+        if cmd is None:
+            cmd = load_command(cmd_name)
+            if cmd is not None:
+                self.add_command(cmd)
+        return cmd
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -75,25 +90,33 @@ def main(ctx: click.Context, full_names: bool) -> None:
     ctx.meta[FULL_NAMES_KEY] = full_names
 
 
-def _commands() -> tuple[click.Command, ...]:
-    """Every command of the catalog (opgraph/catalog/entries.py), in its order: an analysis's
-    own command when it has one, else the one made from its entry; then the tools."""
-    from opgraph.catalog.entries import ANALYSES, COMMAND_ORDER, TOOLS
+def load_command(name: str) -> click.Command | None:
+    """The command ``name`` of the catalog (opgraph/catalog/entries.py), imported on first
+    use: an analysis's own command when it has one, else the one made from its entry; a
+    tool's command. None for a name that is no command."""
+    from opgraph.catalog.entries import ANALYSES, TOOLS
     from opgraph.catalog.spec import resolve
-    from opgraph.commands.catalog_command import analysis_command
 
-    made: dict[str, click.Command] = {}
     for a in ANALYSES:
-        made[a.command] = resolve(a.command_impl) if a.command_impl else analysis_command(a)
+        if a.command == name:
+            if a.command_impl:
+                return resolve(a.command_impl)
+            from opgraph.commands.catalog_command import analysis_command
+
+            return analysis_command(a)
     for t in TOOLS:
-        made[t.command] = resolve(t.command_impl)
-    return tuple(made[c] for c in COMMAND_ORDER)
+        if t.command == name:
+            return resolve(t.command_impl)
+    return None
 
 
-#: The commands, in the order of the reading: build and inspect, analyse, export.
-COMMANDS: tuple[click.Command, ...] = _commands()
-for _cmd in COMMANDS:
-    main.add_command(_cmd)
+def commands() -> tuple[click.Command, ...]:
+    """Every command, in the catalog's order of reading (build and inspect, analyse,
+    export), each loaded (and registered on :data:`main`)."""
+    from opgraph.catalog.entries import COMMAND_ORDER
+
+    return tuple(main.get_command(click.Context(main), c) for c in COMMAND_ORDER)  # type: ignore[misc]
+
 
 #: Commands that take an input but no ``--rank``: they read a whole multi-rank job graph
 #: (``build``, ``info``, ``critical-path``, ``stragglers``) or one raw trace (``augment``).

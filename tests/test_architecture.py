@@ -77,11 +77,21 @@ def test_private_name_lint_finds_a_violation(tmp_path: Path, monkeypatch) -> Non
 
 
 def test_commands_are_listed_explicitly() -> None:
-    """The group holds exactly the commands cli.COMMANDS lists (no registration on import),
-    and no command module imports the cli module."""
-    from opgraph.cli import COMMANDS, main
+    """The group holds exactly the catalog's commands, loaded when used (none registered on
+    import), and no command module imports the cli module."""
+    import subprocess
+    import sys as _sys
 
-    assert sorted(main.commands) == sorted(c.name for c in COMMANDS)
+    from opgraph.catalog.entries import COMMAND_ORDER
+    from opgraph.cli import commands, main
+
+    assert [c.name for c in commands()] == list(COMMAND_ORDER)
+    assert sorted(main.commands) == sorted(COMMAND_ORDER)
+    # running one command imports that command's module, not the others'
+    code = ("import sys; from opgraph.cli import main; main.get_command(None, 'queue'); "
+            "print(sorted(m for m in sys.modules if m.startswith('opgraph.commands.')))")
+    out = subprocess.run([_sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "opgraph.commands.critical_path" not in out and "opgraph.commands.catalog_command" in out, out
     for p in sorted((PKG / "commands").glob("*.py")):
         for n in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
             names = [n.module] if isinstance(n, ast.ImportFrom) else \
@@ -91,9 +101,10 @@ def test_commands_are_listed_explicitly() -> None:
 
 def test_rank_declared_where_it_means_something() -> None:
     """``--rank`` is declared by the commands that analyse one rank of a job, and only by them."""
-    from opgraph.cli import NO_RANK_COMMANDS, main
+    from opgraph.cli import NO_RANK_COMMANDS, commands
 
-    for name, cmd in main.commands.items():
+    for cmd in commands():
+        name = cmd.name
         takes_input = any(isinstance(p, click.Argument) for p in cmd.params)
         assert any(p.name == "rank" for p in cmd.params) == (takes_input and name not in NO_RANK_COMMANDS), name
 

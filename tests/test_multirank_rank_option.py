@@ -11,7 +11,7 @@ import click
 import pytest
 
 from conftest import ROOT, _run_cli, assert_one_line_error
-from opgraph.cli import NO_RANK_COMMANDS, main
+from opgraph.cli import NO_RANK_COMMANDS
 from opgraph.multirank.job import format_rank_set as fmt_ranks
 
 FIX = ROOT / "fixtures" / "multirank" / "seq"
@@ -26,7 +26,10 @@ def job(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_every_single_rank_command_has_rank_option() -> None:
-    for name, cmd in main.commands.items():
+    from opgraph.cli import commands
+
+    for cmd in commands():
+        name = cmd.name
         has = any(p.name == "rank" for p in cmd.params)
         takes_input = any(isinstance(p, click.Argument) for p in cmd.params)  # not e.g. `devices`
         assert has == (name not in NO_RANK_COMMANDS and takes_input), name

@@ -11,7 +11,6 @@ from pathlib import Path
 import click
 
 import opgraph
-from opgraph.cli import main
 from opgraph.schemas_util import validation_error
 
 from conftest import ROOT, _run_cli
@@ -49,7 +48,10 @@ def test_build_export_augment_kernel_models(tmp_path: Path) -> None:
 
 
 def test_every_input_command_has_json() -> None:
-    for name, cmd in main.commands.items():
+    from opgraph.cli import commands
+
+    for cmd in commands():
+        name = cmd.name
         if any(isinstance(p, click.Argument) for p in cmd.params):
             assert any(p.name == "as_json" for p in cmd.params), name
 

@@ -272,8 +272,9 @@ def test_hostile_column_payload_is_one_line(tmp_path: Path, payload: dict, case:
 
 
 def test_cycle_check_agrees_with_kahn_on_random_graphs(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The C strongly-connected-components check (large edge sets) and Kahn's algorithm
-    agree on random graphs with and without cycles (self-loops included)."""
+    """The C strongly-connected-components check (large edge sets), Kahn's algorithm and the
+    check restricted by node times (the load's) agree on random graphs with and without
+    cycles (self-loops included)."""
     import opgraph.graph.cycles as cycles
 
     rng = np.random.default_rng(7)
@@ -292,6 +293,10 @@ def test_cycle_check_agrees_with_kahn_on_random_graphs(monkeypatch: pytest.Monke
         assert cycles.has_cycle(s, d) == want, trial
         monkeypatch.setattr(cycles, "SCC_MIN_EDGES", 10**9)
         assert cycles.has_cycle(s, d) == want, trial
+        # with node times (few distinct values, so same-time cycles occur): the edges
+        # cycle_candidates keeps hold every cycle
+        t = rng.integers(0, 1 + trial % 7, n).astype(np.int64) * int(rng.integers(1, 1000))
+        assert cycles.has_cycle(s, d, t) == want, trial
         seen.add(want)
     assert seen == {True, False}
     # sparse ids (renumbered before the SCC pass) and a lone self-loop

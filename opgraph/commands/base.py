@@ -15,7 +15,6 @@ import click
 
 from opgraph.emit import emit_json
 from opgraph.errors import OpgraphInputError
-from opgraph.multirank.job import format_rank_set
 from opgraph.table_options import TableFiles, write_frames
 
 if TYPE_CHECKING:
@@ -85,6 +84,8 @@ def load_input(path: str, fmt: str | None = None, label: str = "loading", job_ok
         return G
     if job_ok or (whole_job and rank is None):
         return G
+    from opgraph.multirank.job import format_rank_set
+
     ranks = [int(r["rank"]) for r in job.get("ranks", [])]
     full = [int(r["rank"]) for r in job.get("ranks", []) if r.get("full")]
     if rank is None:

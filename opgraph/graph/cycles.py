@@ -51,15 +51,46 @@ def kahn_order(n: int, src: np.ndarray, dst: np.ndarray, key: np.ndarray | None 
 SCC_MIN_EDGES = 50_000
 
 
-def has_cycle(src: np.ndarray, dst: np.ndarray) -> bool:
+def cycle_candidates(t_src: np.ndarray, t_dst: np.ndarray) -> np.ndarray:
+    """The edges that can lie on a directed cycle, given each edge's source and target time
+    (any per-node number). Around a cycle the time differences sum to zero, so a cycle is
+    made of same-time edges only, or holds an edge that goes back in time; and every node
+    of a cycle lies in the union of the time spans ``[t_dst, t_src]`` of its backward
+    edges (the cycle can only come down through a level by such an edge). Returns the mask
+    of same-time edges and of edges with both ends in that union."""
+    back = t_dst < t_src
+    inside = t_dst == t_src
+    if back.any():
+        lo, hi = t_dst[back], t_src[back]
+        o = np.argsort(lo, kind="stable")
+        lo, cm = lo[o], np.maximum.accumulate(hi[o])
+        start = np.ones(len(lo), dtype=bool)
+        start[1:] = lo[1:] > cm[:-1]
+        L = lo[start]
+        R = cm[np.append(np.flatnonzero(start)[1:] - 1, len(lo) - 1)]
+
+        def within(x: np.ndarray) -> np.ndarray:
+            k = np.searchsorted(L, x, side="right") - 1
+            return (k >= 0) & (x <= R[np.maximum(k, 0)])
+        inside |= within(t_src) & within(t_dst)
+    return inside
+
+
+def has_cycle(src: np.ndarray, dst: np.ndarray, t: np.ndarray | None = None) -> bool:
     """Whether the edges ``src -> dst`` (node ids, >= 0) contain a directed cycle (no
     networkx graph is built): a self-loop, or a strongly connected component of more than
     one node (``scipy.sparse.csgraph``, linear time in C) for large edge sets, else
-    :func:`kahn_order`."""
+    :func:`kahn_order`. With ``t`` (a time per node id), only the edges
+    :func:`cycle_candidates` keeps are searched: for a recorded trace, a few."""
     if not len(src):
         return False
     if (src == dst).any():
         return True
+    if t is not None:
+        keep = cycle_candidates(t[src], t[dst])
+        src, dst = src[keep], dst[keep]
+        if not len(src):
+            return False
     if len(src) >= SCC_MIN_EDGES:
         from scipy.sparse import csr_matrix
         from scipy.sparse.csgraph import connected_components
@@ -98,23 +129,9 @@ def break_cycles(ts: np.ndarray, src: np.ndarray, dst: np.ndarray, kcode: np.nda
     if not back.any() and not same.any():
         return src, dst, kcode, extra
     structural = np.isin(kcode, [EDGE_KINDS.index(k) for k in _STRUCTURAL])
-    inside = same
-    if back.any():
-        # Every event of a cycle lies in the union of the time spans of its backward edges
-        # (each level it climbs back from is crossed by a backward edge): only edges there count.
-        lo, hi = t[dst[back]], t[src[back]]
-        o = np.argsort(lo, kind="stable")
-        lo, cm = lo[o], np.maximum.accumulate(hi[o])
-        start = np.ones(len(lo), dtype=bool)
-        start[1:] = lo[1:] > cm[:-1]
-        L = lo[start]
-        R = cm[np.append(np.flatnonzero(start)[1:] - 1, len(lo) - 1)]
-
-        def within(x: np.ndarray) -> np.ndarray:
-            k = np.searchsorted(L, x, side="right") - 1
-            return (k >= 0) & (x <= R[np.maximum(k, 0)])
-        inside = same | (within(t[src]) & within(t[dst]))
-    cand = np.flatnonzero(acyc & inside)
+    inside = np.zeros(len(src), dtype=bool)
+    inside[acyc] = cycle_candidates(t[src[acyc]], t[dst[acyc]])
+    cand = np.flatnonzero(inside)
     if not has_cycle(src[cand], dst[cand]):
         return src, dst, kcode, extra
     H = nx.DiGraph()
@@ -153,4 +170,4 @@ def break_cycles(ts: np.ndarray, src: np.ndarray, dst: np.ndarray, kcode: np.nda
     return src[keep], dst[keep], kcode[keep], extra
 
 
-__all__ = ["MAX_CYCLE_BREAKS", "SCC_MIN_EDGES", "kahn_order", "has_cycle", "break_cycles"]
+__all__ = ["MAX_CYCLE_BREAKS", "SCC_MIN_EDGES", "kahn_order", "cycle_candidates", "has_cycle", "break_cycles"]

@@ -137,7 +137,9 @@ def check_columns(payload: Any, path: str, file_size: int) -> None:
         raise OpgraphInputError(path, "corrupt graph columns: a node pair is linked twice")
     cyclic_ok = np.array([k in CYCLIC_EDGE_KINDS for k in kinds], dtype=bool)
     keep = ~cyclic_ok[kc]
-    if has_cycle(src[keep], dst[keep]):
+    t_of = np.zeros(len(ev), dtype=np.int64)   # node ids are event rows
+    t_of[ids] = cols["ts"]
+    if has_cycle(src[keep], dst[keep], t_of):
         import networkx as nx
 
         ek = np.asarray(kinds, dtype=object)[kc[keep]]

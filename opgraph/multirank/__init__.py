@@ -3,16 +3,30 @@
 Ingest half: discovery and rank identity (:mod:`.identity`), the per-rank worker
 (:mod:`.worker`), executors (:mod:`.executor`: process pool or Dask), collective matching
 and clock alignment (:mod:`.match`), merging into one job graph (:mod:`.job`), and one rank of it as a
-single-rank graph (:mod:`.rank_view`).
+single-rank graph (:mod:`.rank_view`). The names below are loaded on first use, so a single-rank
+command does not import the job builder.
 """
 
-from opgraph.multirank.identity import discover, rank_from_filename
-from opgraph.multirank.job import JobBuild, build_job, load_job, merge_results
-from opgraph.multirank.rank_view import is_job, rank_subgraph
-from opgraph.multirank.match import align_clocks, match_collectives
-from opgraph.multirank.worker import RankResult, rank_result
-from opgraph.names import normalise_collective
+from __future__ import annotations
 
+import importlib
+from typing import Any
+
+#: Each public name and the module defining it.
+_HOMES = {
+    "discover": "identity", "rank_from_filename": "identity", "JobBuild": "job", "build_job": "job",
+    "load_job": "job", "merge_results": "job", "is_job": "rank_view", "rank_subgraph": "rank_view",
+    "align_clocks": "match", "match_collectives": "match", "RankResult": "worker", "rank_result": "worker",
+}
 __all__ = ["RankResult", "JobBuild", "align_clocks", "build_job", "discover", "is_job", "load_job",
            "match_collectives", "merge_results", "normalise_collective", "rank_from_filename",
            "rank_result", "rank_subgraph"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "normalise_collective":
+        from opgraph.names import normalise_collective
+        return normalise_collective
+    if name in _HOMES:
+        return getattr(importlib.import_module(f"opgraph.multirank.{_HOMES[name]}"), name)
+    raise AttributeError(f"module 'opgraph.multirank' has no attribute {name!r}")
