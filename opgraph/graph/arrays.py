@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -48,6 +49,7 @@ class GraphArrays:
     edge_attrs: dict[str, dict[str, np.ndarray]] | None = None
     #: ``name`` factorized once (codes, distinct names), for :meth:`names_match`.
     _name_codes: tuple[np.ndarray, list[str]] | None = field(default=None, init=False, repr=False)
+    _derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @cached_property
     def multi_rank(self) -> bool:
@@ -86,13 +88,25 @@ class GraphArrays:
     def is_kind(self, *kinds: str) -> np.ndarray:
         return np.isin(self.kind, kinds)
 
-    @property
-    def is_host(self) -> np.ndarray:
-        return self.is_kind(*HOST_KINDS)
+    def derived(self, key: str, make: Callable[[], Any]) -> Any:
+        """A structure a layer above derives from these arrays alone (the critical path's
+        boundary edges, shared by the path and the what-if pricing), made once per view by
+        ``make()`` and kept under ``key``. Callers must not modify it."""
+        got = self._derived.get(key)
+        if got is None:
+            got = self._derived[key] = make()
+        return got
 
-    @property
+    @cached_property
+    def is_host(self) -> np.ndarray:
+        """Per node position: a host event (:data:`HOST_KINDS`). Computed once, read-only."""
+        return _frozen(self.is_kind(*HOST_KINDS))
+
+    @cached_property
     def is_activity(self) -> np.ndarray:
-        return self.is_kind(*DEVICE_ACTIVITY_KINDS)
+        """Per node position: a device activity (kernel, memcpy, memset). Computed once,
+        read-only."""
+        return _frozen(self.is_kind(*DEVICE_ACTIVITY_KINDS))
 
     @cached_property
     def parent(self) -> np.ndarray:
@@ -167,6 +181,11 @@ class GraphArrays:
             per_kind = {}
         return cls(eid, kind, name, ts, ts + dur, pid, tid, device, stream, lane, edges, pos_of,
                    rank, per_kind)
+
+
+def _frozen(x: np.ndarray) -> np.ndarray:
+    x.flags.writeable = False
+    return x
 
 
 def key_positions(eid: np.ndarray, keys: np.ndarray) -> np.ndarray:

@@ -115,7 +115,18 @@ def blocking_waits(a: GraphArrays) -> np.ndarray:
 
 
 def boundary_edges(a: GraphArrays) -> BoundaryEdges:
-    """The boundary edges of the model (module docstring) for the graph behind ``a``."""
+    """The boundary edges of the model (module docstring) for the graph behind ``a``, made
+    once per column view (:meth:`GraphArrays.derived`; its arrays are read-only)."""
+    return a.derived("critical_path.boundary_edges", lambda: _frozen_edges(_boundary_edges(a)))
+
+
+def _frozen_edges(be: BoundaryEdges) -> BoundaryEdges:
+    for x in (be.src, be.dst, be.role, be.own, be.inferred):
+        x.flags.writeable = False
+    return be
+
+
+def _boundary_edges(a: GraphArrays) -> BoundaryEdges:
     n = a.n
     is_host = a.is_host
     is_act = a.is_activity

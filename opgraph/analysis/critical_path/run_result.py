@@ -3,7 +3,7 @@ verdict (times in ns; ``to_dict`` gives µs; docs/critical-path.md)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import pandas as pd
@@ -33,6 +33,7 @@ class CriticalPathResult(TableResult):
 
     windows: list[WindowPath]
     window_mode: str
+    _verdict: RunVerdict | None = field(default=None, init=False, repr=False, compare=False)
     main_table: ClassVar[str] = "path"
     display_tables: ClassVar[tuple[str, ...]] = ("breakdown",)
 
@@ -45,8 +46,11 @@ class CriticalPathResult(TableResult):
         return summarize_windows(self.windows, CATEGORIES)
 
     def verdict(self) -> RunVerdict:
-        """The run verdict (:func:`opgraph.analysis.critical_path.verdict.run_verdict`)."""
-        return run_verdict(self.windows, CATEGORIES)
+        """The run verdict (:func:`opgraph.analysis.critical_path.verdict.run_verdict`),
+        computed once."""
+        if self._verdict is None:
+            self._verdict = run_verdict(self.windows, CATEGORIES)
+        return self._verdict
 
     def to_dict(self, with_path: bool = True) -> dict[str, Any]:
         return {"window_mode": self.window_mode, "run": self.verdict().to_dict(), "summary": self.summary(),
