@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from rich.cells import cell_len
 
 from conftest import KINETO_DIR, requires_traces
+from opgraph.catalog.entries import ANALYSES as CATALOG
 
 #: Real traces of different shapes: a CPU-bound training run with long op names, an LLM
 #: decode with C++/Triton kernel names, an accelerator that is not a GPU, a small
@@ -35,6 +36,8 @@ COMMANDS: tuple[tuple[str, ...], ...] = (
     ("categories",), ("kernels",), ("shapes",), ("sequences",), ("advise",), ("nvtx",), ("report",),
     ("predict",), ("predict", "--scale-cpu", ".*=0.5"),
 )
+#: ... and every command the catalog makes from its entry.
+COMMANDS += tuple((a.command,) for a in CATALOG if not a.command_impl and (a.command,) not in COMMANDS)
 
 #: A number cut short: a table cell that is digits and separators ending in "…" (a name
 #: elided after a digit, ``kernel<128, 6…``, is not a number).

@@ -29,6 +29,8 @@ from typing import Any
 
 import pytest
 
+from opgraph.catalog.entries import ANALYSES as CATALOG
+
 ROOT = Path(__file__).resolve().parents[1]
 
 MARKUP_OP = "[/bold]"
@@ -77,7 +79,7 @@ def write(tmp_path: Path, name: str, **kw: Any) -> Path:
 TABLE_COMMANDS: list[tuple[str, ...]] = [
     ("info",), ("critical-path",), ("idle",), ("breakdown",), ("breakdown", "--device"), ("report",),
     ("report", "--by", "op"), ("overheads",), ("summary",), ("iterations",), ("nvtx",), ("predict",),
-]
+] + [(a.command,) for a in CATALOG if not a.command_impl]  # and every command the catalog makes
 
 
 def _run_all(cli, trace: Path, other: Path) -> dict[str, str]:

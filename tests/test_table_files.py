@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 import opgraph
+from opgraph.catalog.entries import ANALYSES as CATALOG
 from opgraph.cli import main
 
 COMMANDS = {  # command -> the tables it writes
@@ -29,16 +30,21 @@ def _run(args: list[str]):
     return r
 
 
-@pytest.mark.parametrize("cmd", sorted(COMMANDS))
+#: Every command the catalog makes from its entry writes its result's tables.
+CATALOG_MADE = {a.command: a.name for a in CATALOG if not a.command_impl}
+
+
+@pytest.mark.parametrize("cmd", sorted(set(COMMANDS) | set(CATALOG_MADE)))
 def test_table_files(cmd: str, tmp_path: Path) -> None:
     pytest.importorskip("pyarrow")
     pytest.importorskip("openpyxl")
     trace = opgraph.example_trace("two_stream_event_wait", tmp_path)
+    want = COMMANDS[cmd] if cmd in COMMANDS else list(getattr(opgraph, CATALOG_MADE[cmd])(trace).tables())
     csv_d, pq_d, xl = tmp_path / "csv", tmp_path / "pq", tmp_path / "t.xlsx"
     _run([cmd, str(trace), "--csv", str(csv_d), "--parquet", str(pq_d), "--xlsx", str(xl)])
     sheets = pd.read_excel(xl, sheet_name=None)
-    assert list(sheets) == COMMANDS[cmd]
-    for name in COMMANDS[cmd]:
+    assert list(sheets) == want
+    for name in want:
         c = pd.read_csv(csv_d / f"two_stream_event_wait.{name}.csv")
         p = pd.read_parquet(pq_d / f"two_stream_event_wait.{name}.parquet")
         assert len(c) == len(p) == len(sheets[name])
