@@ -203,7 +203,7 @@ def stragglers_from_ranks(directory: Path, workers: int) -> dict:
 {_RSS}
 import json, time
 from opgraph.analysis.stragglers import stragglers
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 from opgraph.multirank.job import build_job
 t = time.perf_counter()
 jb = build_job([{str(directory)!r}], keep="none", workers={workers})

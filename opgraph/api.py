@@ -38,7 +38,7 @@ from opgraph.api_args import (
 )
 from opgraph.catalog.entries import ANALYSES, api_names
 from opgraph.catalog.spec import Analysis, Option, resolve
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 
 PathLike = str | os.PathLike[str]
 

@@ -36,16 +36,16 @@ def paths_arg(name: str, v: Any) -> str | list[str]:
 
 
 def graph_arg(name: str, v: Any, *, paths: bool = True) -> Any:
-    """A graph argument: a :class:`~opgraph.graph.model.TraceGraph`, an opgraph
+    """A graph argument: a :class:`~opgraph.model.trace_graph.TraceGraph`, an opgraph
     ``networkx.DiGraph`` (its graph attributes checked: a plain ``DiGraph`` is refused), or (with
     ``paths``) a path or list of paths, returned as given."""
-    from opgraph.graph.model import TraceGraph
+    from opgraph.model.trace_graph import TraceGraph
 
     if isinstance(v, TraceGraph):
         return v
     if isinstance(v, nx.DiGraph):
         from opgraph.errors import OpgraphInputError
-        from opgraph.graph.validate import check_graph_attrs
+        from opgraph.model.validate import check_graph_attrs
 
         try:
             check_graph_attrs(v.graph, name, args_packed=True)  # the args column may be decoded lazily

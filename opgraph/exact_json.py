@@ -2,7 +2,7 @@
 
 orjson reads an integer literal beyond 64 bits (``123456789012345678901234567890``) as the
 nearest double, so a writer printed ``1.2345678901234568e+29``. The args decoder
-(:mod:`opgraph.ingest.event_args`) decodes the rare event whose text holds such a literal
+(:mod:`opgraph.model.event_args`) decodes the rare event whose text holds such a literal
 with :func:`exact_loads`: the value is an :class:`ExactNumber`, a ``float`` (what every
 analysis sees, as before) that remembers the literal; every JSON writer passes
 :func:`exact_default` to orjson, which writes the literal back unchanged.

@@ -52,7 +52,7 @@ def build_file(trace: str, output: str, *, fmt: str | None = None, et_path: str 
     graph and save it to ``output`` (``.gpickle`` from the column payload directly)."""
     from opgraph.graph.build import build_payload
     from opgraph.graph.io import GraphPayload, graph_from_payload, read_input, save_gpickle, save_graph
-    from opgraph.graph.model import TraceGraph
+    from opgraph.model.trace_graph import TraceGraph
 
     check_graph_output(output)
     with gc_paused():  # millions of long-lived, acyclic objects: the cyclic GC only costs time here
@@ -152,7 +152,7 @@ def job_stragglers(inputs: list[str], *, workers: int | None = None, scheduler: 
     ranks the arrivals (:func:`opgraph.analysis.stragglers.stragglers`; the same answer as
     on the saved job graph)."""
     from opgraph.analysis.stragglers import stragglers
-    from opgraph.graph.model import TraceGraph
+    from opgraph.model.trace_graph import TraceGraph
     from opgraph.multirank.job import build_job
 
     jb = build_job(inputs, keep="none", workers=workers, scheduler=scheduler, progress=progress)
@@ -168,7 +168,7 @@ def augment_file(trace: str, output: str, *, fmt: str | None = None, device: str
     from opgraph.analysis.roofline import TraceColumns, augment_args, roofline, summarize
     from opgraph.export.perfetto.chrome import write_trace
     from opgraph.graph.io import read_input
-    from opgraph.graph.model import TraceGraph
+    from opgraph.model.trace_graph import TraceGraph
     from opgraph.outfiles import check_output_path
 
     if not output.endswith((".json", ".json.gz")):
@@ -231,7 +231,7 @@ def per_rank_warnings(results: list[RankAnalysis]) -> list[str]:
 def rank_analysis(path: str, fn: Callable[..., Any], kwargs: dict[str, Any]) -> RankAnalysis:
     """Run in a worker (a pool process or a Dask worker): read and build the trace at
     ``path`` and return ``fn(G, **kwargs)`` (``G`` a
-    :class:`~opgraph.graph.model.TraceGraph`) with the rank it belongs to. Only the
+    :class:`~opgraph.model.trace_graph.TraceGraph`) with the rank it belongs to. Only the
     result's tables travel back, never the graph."""
     from opgraph.graph.io import load_any
     from opgraph.multirank.identity import rank_from_filename

@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 
 ROOT = Path(__file__).resolve().parents[1]
 

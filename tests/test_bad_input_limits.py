@@ -29,7 +29,7 @@ import pytest
 from conftest import ROOT, _run_cli, assert_one_line_error
 from opgraph.analysis.device_breakdown import device_breakdown, device_breakdown_doc
 from opgraph.analysis.host_breakdown import host_breakdown, host_breakdown_doc
-from opgraph.graph.tree import tree_depths
+from opgraph.model.tree import tree_depths
 from opgraph.errors import OpgraphInputError
 from opgraph.graph import build_graph
 from opgraph.ingest.readers import read_trace
@@ -405,7 +405,7 @@ def test_schema_enums_list_every_value_the_code_emits() -> None:
     from opgraph.analysis.steps import STEP_SOURCES
     from opgraph.graph.windows import STEP_MARKERS, WINDOW_SOURCES
     from opgraph.graph.build import EDGE_KINDS
-    from opgraph.ingest.table import NODE_KINDS
+    from opgraph.model.table import NODE_KINDS
 
     assert {m[2] for m in STEP_MARKERS} <= set(WINDOW_SOURCES)
     assert "nvtx_iteration" in STEP_SOURCES and "none" in STEP_SOURCES and "all" not in STEP_SOURCES

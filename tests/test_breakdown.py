@@ -16,7 +16,7 @@ import networkx as nx
 import pytest
 from click.testing import CliRunner
 
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 from opgraph.names import short_kernel_name
 from opgraph.analysis.device_breakdown import device_breakdown, device_breakdown_doc
 from opgraph.analysis.host_breakdown import host_breakdown, host_breakdown_doc

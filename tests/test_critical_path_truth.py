@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from opgraph.graph.arrays import GraphArrays
+from opgraph.model.arrays import GraphArrays
 from opgraph.analysis.critical_path.engine import LAUNCH_CALL_MAX_NS, LAUNCH_LATENCY_MAX_NS, boundary_dag
 from opgraph.analysis.critical_path.boundary_edges import blocking_waits
 from opgraph.analysis.critical_path.path import critical_path
@@ -162,7 +162,7 @@ def _no_wait_is_cpu(G) -> None:
     a DataLoader's own time is ``data_loading``; and the path's invariants hold."""
     from opgraph.analysis.critical_path.stop_tail import silent_from
     from opgraph.graph.syncs import SYNC_LAUNCH_MIN_NS
-    from opgraph.graph.tree import data_loading_owners
+    from opgraph.model.tree import data_loading_owners
     from opgraph.names import annotation_like
 
     a, res = _cp(G)

@@ -17,7 +17,7 @@ from opgraph.analysis.crossrank import crossrank_critical_path
 from opgraph.analysis.crossrank_workers import (END_CUT, END_EXIT, END_NONE, NO_TIME, crossrank_from_traces,
                                                 last_arrivals)
 from opgraph.api import load
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 from opgraph.schemas_util import validation_error
 
 FIX = ROOT / "fixtures" / "multirank"

@@ -212,7 +212,7 @@ def test_different_devices_and_old_format():
 def test_diff_on_columns_equals_diff_on_networkx() -> None:
     """Two graphs in column form diff exactly as their networkx graphs, without making a
     networkx view."""
-    from opgraph.graph.model import TraceGraph
+    from opgraph.model.trace_graph import TraceGraph
 
     a, b = KDIR / "hta_trace_diff_control.json.gz", KDIR / "hta_ns_resolution_rank0.pt.trace.json.gz"
     Ta, Tb = load_any(a), load_any(b)

@@ -21,7 +21,7 @@ from opgraph.export.tables.graph import graph_tables
 from opgraph.export.perfetto.overlay import export_perfetto
 from opgraph.export.perfetto.job import export_perfetto_job
 from opgraph.graph.io import load_any, load_gpickle, save_gpickle
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 from opgraph.multirank import rank_subgraph
 from opgraph.pipelines import augment_file
 from opgraph.testing.synth import synthesize, write_scenario

@@ -16,7 +16,7 @@ import pytest
 
 from opgraph.errors import OpgraphInputError
 from opgraph.graph.io import load_any, load_gpickle, save_graph, save_gpickle
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 from opgraph.schemas_util import validate
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,7 +15,7 @@ import networkx as nx
 import pytest
 from click.testing import CliRunner
 
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 from opgraph.analysis.window import analysis_window
 from opgraph.analysis.steps import find_iterations
 from opgraph.analysis.step_times import iteration_table, iterations_doc

@@ -16,7 +16,7 @@ from conftest import KINETO_FILES, SYNTH_TRACES, TRACES, kineto_params, same_val
 
 from opgraph.errors import OpgraphInputError
 from opgraph.ingest.readers import parse_trace_doc, read_trace, read_trace_doc
-from opgraph.ingest.event_args import LINK_KEYS, DictArgs, RawArgs
+from opgraph.model.event_args import LINK_KEYS, DictArgs, RawArgs
 from opgraph.ingest.kineto import parse_json
 from opgraph.ingest.kineto_decode import FieldColumns, decode_kineto
 from opgraph.ingest.source import read_source
@@ -305,7 +305,7 @@ def test_reading_the_table_decodes_once_and_leaves_the_frame(tmp_path: Path) -> 
 def test_raw_args_decode_the_same_in_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
     """The whole column and the linking keys are decoded chunk by chunk; any chunk size
     gives the values of one call over all events."""
-    from opgraph.ingest import event_args
+    from opgraph.model import event_args
 
     p = write_payload(tmp_path, {"traceEvents": _EVENTS})
     want = orjson.loads(p.read_bytes())["traceEvents"]

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from conftest import KINETO_DIR, ROOT, _run_cli, assert_one_line_error, requires_traces
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 from opgraph.analysis.critical_path.path import critical_path
 from opgraph.analysis.crossrank import CROSS_CATEGORIES, crossrank_critical_path
 from opgraph.commands.critical_path import parse_ranks

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 from opgraph.analysis.multistream import device_stats, qps, seed_overlap_sweep, stream_stats
 from opgraph.analysis.summary_doc import summary_doc
 from opgraph.intervals import overlap_sweep

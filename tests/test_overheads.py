@@ -11,7 +11,7 @@ import networkx as nx
 import pytest
 from click.testing import CliRunner
 
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 from opgraph.analysis.overheads import OverheadParams, overhead_samples, overheads_doc
 from opgraph.graph import build_graph
 from opgraph.ingest.readers import read_trace

@@ -1,4 +1,4 @@
-"""Saved graphs keep the event table's args packed (opgraph/graph/packed_args.py): loaded
+"""Saved graphs keep the event table's args packed (opgraph/model/packed_args.py): loaded
 as columns, the analyses that never read args run without unpacking them; reading the
 table unpacks them exactly; every other reader sees the table as it was; bad packed args
 are refused in one line when they are read."""
@@ -20,9 +20,9 @@ from opgraph.catalog.entries import ANALYSES as CATALOG
 from opgraph.cli import main
 from opgraph.errors import OpgraphInputError
 from opgraph.graph.io import load_any, load_gpickle, save_gpickle
-from opgraph.graph.model import TraceGraph
-from opgraph.graph.packed_args import ARGS_KEY, LazyGraphAttrs, pack_args
-from opgraph.graph.payload import graph_to_payload
+from opgraph.model.trace_graph import TraceGraph
+from opgraph.model.packed_args import ARGS_KEY, LazyGraphAttrs, pack_args
+from opgraph.model.payload import graph_to_payload
 
 #: API analyses that work on the columns without reading args (the catalog's ``reads_args=False``).
 ARGS_FREE = tuple(a.name for a in CATALOG if a.name and not a.reads_args)

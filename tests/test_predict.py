@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 from opgraph.analysis.critical_path.path import critical_path
 from opgraph.predict.whatif import parse_transforms
 from opgraph.predict.prediction import predict

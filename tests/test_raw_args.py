@@ -1,5 +1,5 @@
-"""Args kept as raw JSON text from decode to the saved graph (opgraph/ingest/event_args.py,
-opgraph/graph/packed_args.py): a build from a Kineto trace never decodes the whole args
+"""Args kept as raw JSON text from decode to the saved graph (opgraph/model/event_args.py,
+opgraph/model/packed_args.py): a build from a Kineto trace never decodes the whole args
 column, the saved graph holds the text with its offsets, reading the event table decodes
 it to exactly the general path's values, exports are unchanged, graphs saved with the
 pickled form still load, and bad raw args are refused in one line."""
@@ -18,13 +18,13 @@ from conftest import KINETO_FILES, SYNTH_TRACES, requires_traces, same_values, w
 
 import opgraph
 from opgraph.catalog.entries import ANALYSES as CATALOG
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 from opgraph.cli import main
 from opgraph.errors import OpgraphInputError
 from opgraph.graph.io import load_any, load_gpickle, save_gpickle
-from opgraph.graph.packed_args import ARGS_KEY, JSON_ARGS_KEY, LazyGraphAttrs, pack_args, unpack_payload
-from opgraph.graph.payload import graph_to_payload
-from opgraph.ingest.event_args import RawArgs
+from opgraph.model.packed_args import ARGS_KEY, JSON_ARGS_KEY, LazyGraphAttrs, pack_args, unpack_payload
+from opgraph.model.payload import graph_to_payload
+from opgraph.model.event_args import RawArgs
 from opgraph.ingest.kineto import parse_json
 from opgraph.ingest.source import read_source
 from opgraph.pipelines import build_file
@@ -322,7 +322,7 @@ def test_raw_depth_counts_brackets_outside_strings_only() -> None:
     import json
     import random
 
-    import opgraph.ingest.depth_limit as dl
+    import opgraph.model.json_depth as dl
 
     def depth(o: object) -> int:
         if isinstance(o, dict):
@@ -359,7 +359,7 @@ def test_saving_a_table_without_args_drops_the_packed_column(tmp_path: Path) -> 
     """A graph whose event table was replaced by one without ``args`` saves without the
     stale packed column (it used to save its lazy attributes as a ``dict`` global the
     loader refuses); the load then names what is missing, in one line."""
-    from opgraph.graph.packed_args import PACKED_KEYS, pack_args
+    from opgraph.model.packed_args import PACKED_KEYS, pack_args
 
     trace = opgraph.example_trace("gpu_bound", tmp_path)
     tg = load_gpickle(_built(tmp_path, trace))
@@ -371,7 +371,7 @@ def test_saving_a_table_without_args_drops_the_packed_column(tmp_path: Path) -> 
 def test_the_packed_text_is_let_go_once_decoded(tmp_path: Path) -> None:
     """Once ``graph["events"]`` has been read, the payload no longer holds the packed text
     beside the decoded column (built in process, and loaded); saving then packs the table."""
-    from opgraph.graph.packed_args import PACKED_KEYS
+    from opgraph.model.packed_args import PACKED_KEYS
     from opgraph.graph.io import load_any
 
     trace = opgraph.example_trace("gpu_bound", tmp_path)

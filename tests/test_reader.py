@@ -17,7 +17,7 @@ from opgraph.graph.build import build_graph
 from opgraph.ingest.readers import read_trace
 from opgraph.ingest.kineto import parse_json, read_kineto
 from opgraph.ingest.source import read_source
-from opgraph.ingest.table import COLUMNS
+from opgraph.model.table import COLUMNS
 
 EPOCH_US = 1712195495519689  # an epoch-scale µs timestamp (float64 cannot hold its ns)
 

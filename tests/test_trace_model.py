@@ -18,11 +18,11 @@ from click.testing import CliRunner
 import opgraph
 from opgraph.cli import main
 from opgraph.errors import OpgraphInputError
-from opgraph.graph.arrays import GraphArrays
+from opgraph.model.arrays import GraphArrays
 from opgraph.graph.io import GraphPayload, GraphPickler, load_any, load_gpickle, save_gpickle, save_graph
-from opgraph.graph.model import TraceGraph
-from opgraph.graph.payload import graph_to_payload
-from opgraph.graph.validate import DIGRAPH_STATE
+from opgraph.model.trace_graph import TraceGraph
+from opgraph.model.payload import graph_to_payload
+from opgraph.model.validate import DIGRAPH_STATE
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
 
@@ -275,7 +275,7 @@ def test_cycle_check_agrees_with_kahn_on_random_graphs(monkeypatch: pytest.Monke
     """The C strongly-connected-components check (large edge sets), Kahn's algorithm and the
     check restricted by node times (the load's) agree on random graphs with and without
     cycles (self-loops included)."""
-    import opgraph.graph.cycles as cycles
+    import opgraph.model.cycles as cycles
 
     rng = np.random.default_rng(7)
     seen = set()
@@ -348,7 +348,7 @@ def test_saved_job_graph_gives_the_built_one_answers(tmp_path: Path) -> None:
 def test_key_positions_dense_and_sparse_ids() -> None:
     """Node keys -> positions, by lookup table (dense ids) or sorted search (sparse ids);
     -1 for keys that are not nodes."""
-    from opgraph.graph.arrays import key_positions
+    from opgraph.model.arrays import key_positions
 
     rng = np.random.default_rng(3)
     for ids in (rng.permutation(1000), rng.choice(10**12, 500, replace=False)):

@@ -1,5 +1,5 @@
 """The nesting forest is computed once (``GraphArrays.parent`` / ``host_parent``) and walked
-by one module (``opgraph.graph.tree``): docs/model.md, "Graph"."""
+by one module (``opgraph.model.tree``): docs/model.md, "Graph"."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 
-from opgraph.graph.tree import climb_to_first, mark_ancestors, tree_depths, within
-from opgraph.ingest.table import HOST_KINDS
+from opgraph.model.tree import climb_to_first, mark_ancestors, tree_depths, within
+from opgraph.model.table import HOST_KINDS
 from conftest import KINETO_DIR, ROOT, load_graph, requires_traces
 
 SYNTH = ROOT / "fixtures" / "synth" / "gpu_bound.json"

@@ -16,7 +16,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from opgraph.graph.arrays import GraphArrays
+from opgraph.model.arrays import GraphArrays
 from opgraph.graph.windows import (
     Window, WindowColumns, WindowError, WindowNotFound, launch_thread, main_thread, select_windows,
     thread_stats,

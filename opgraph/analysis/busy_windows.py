@@ -31,7 +31,7 @@ from opgraph.analysis.display import TableResult, json_records
 from opgraph.analysis.graph_frame import GraphFrame, frame_of
 from opgraph.analysis.multistream import device_stats
 from opgraph.analysis.window import analysis_window
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 from opgraph.intervals import union_intervals
 
 #: Columns of the ``windows`` table (µs and %), after ``device``.

@@ -35,7 +35,7 @@ import pandas as pd
 
 from opgraph.dtypes import DTYPE_TABLE
 from opgraph.graph.linking import COMM_KERNEL_PATTERN
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 from opgraph.analysis.display import TableResult, json_records
 
 #: Bytes per element by lower-cased dtype name, as collective records write it (``Float``,
@@ -120,7 +120,7 @@ class CollectivesResult(TableResult):
 
 
 def collectives(G: TraceGraph) -> CollectivesResult:
-    """Every communication kernel of ``G`` (a :class:`~opgraph.graph.model.TraceGraph`)
+    """Every communication kernel of ``G`` (a :class:`~opgraph.model.trace_graph.TraceGraph`)
     with its collective, message size and
     algorithm and bus bandwidth (module docstring). Times in the table are µs, sizes bytes,
     bandwidths GB/s."""

@@ -38,8 +38,8 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 import pandas as pd
 
-from opgraph.graph.arrays import GraphArrays, key_positions
-from opgraph.graph.model import TraceGraph
+from opgraph.model.arrays import GraphArrays, key_positions
+from opgraph.model.trace_graph import TraceGraph
 from opgraph.analysis.critical_path.boundary_edges import CATEGORIES
 from opgraph.analysis.critical_path.engine import BoundaryDAG, ExtraEdges, boundary_dag, segment_columns, walk_back
 from opgraph.analysis.critical_path.result import PathSegment, SegmentTable, WindowPath, breakdown_frame, path_frame, summarize_windows

@@ -51,8 +51,8 @@ from opgraph.analysis.crossrank import (COLLECTIVE_PRIO, CrossRankResult, StepPa
                                         step_waits)
 from opgraph.analysis.stragglers import kernel_waits
 from opgraph.gc_pause import gc_paused
-from opgraph.graph.arrays import key_positions
-from opgraph.graph.model import TraceGraph
+from opgraph.model.arrays import key_positions
+from opgraph.model.trace_graph import TraceGraph
 from opgraph.multirank.executor import run
 from opgraph.multirank.identity import check_ranks, discover
 from opgraph.multirank.job import matched_collectives

@@ -15,7 +15,7 @@ import orjson
 import pandas as pd
 
 from opgraph.exact_json import exact_default
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 from opgraph.names import HEX_RE, NAME_LEVELS, normalize_kernel_name
 from opgraph.analysis.roofline import RooflineResult, TraceColumns, isin_obj, roofline
 from opgraph.analysis.roofline.columns import columns_of
@@ -249,7 +249,7 @@ def _side_info(G: TraceGraph, res: RooflineResult) -> dict[str, Any]:
 def diff_graphs(Ga: TraceGraph, Gb: TraceGraph, *, name_level: str = "default", include_same: bool = False,
                 dtype: str | None = None, with_critical_path: bool = True) -> dict[str, Any]:
     """The ``opgraph diff --json`` document (schemas/diff.schema.json): ``b`` compared with
-    ``a`` (deltas are b − a); each a :class:`~opgraph.graph.model.TraceGraph`."""
+    ``a`` (deltas are b − a); each a :class:`~opgraph.model.trace_graph.TraceGraph`."""
     if name_level not in NAME_LEVELS:
         raise ValueError(f"unknown name level {name_level!r}; use one of {', '.join(NAME_LEVELS)}")
     ca, cb = columns_of(Ga), columns_of(Gb)

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from opgraph.analysis.kind_codes import K_KERNEL, K_MEMSET, K_OTHER, K_RUNTIME, KIND_CODES, KIND_NAMES
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 from opgraph.graph.windows import WindowColumns
 
 __all__ = ["GraphFrame", "graph_frame", "frame_of"]
@@ -107,7 +107,7 @@ class GraphFrame:
 
     def args_list(self, pos: np.ndarray) -> list[Any]:
         """The ``args`` of the nodes at positions ``pos`` (as stored: a dict, or None when
-        absent). A :class:`~opgraph.graph.model.TraceGraph` keeps them in its event table
+        absent). A :class:`~opgraph.model.trace_graph.TraceGraph` keeps them in its event table
         (a node's args are its event's)."""
         return self.G.node_args(self.node[pos])
 
@@ -125,7 +125,7 @@ class GraphFrame:
 
 def graph_frame(T: TraceGraph) -> GraphFrame:
     """Column view of a trace graph (see :class:`GraphFrame`), from its columns (no node
-    dicts); parent and launcher from :class:`~opgraph.graph.arrays.GraphArrays`."""
+    dicts); parent and launcher from :class:`~opgraph.model.arrays.GraphArrays`."""
     cols = T.payload["node_cols"]
     n = T.number_of_nodes()
     ids = T.node_ids

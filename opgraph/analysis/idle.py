@@ -10,7 +10,7 @@ Definitions (docs/idle.md)
   ``c``'s start) less ``sync_drain`` (the part of that when the launching thread was blocked
   in a synchronizing call, a synchronous launch included: a sync emptied the queue and the
   host had not launched more) and less ``data_loading`` (the part when the thread waited in
-  a DataLoader's ``__next__``: :func:`opgraph.graph.tree.data_loading_owners`);
+  a DataLoader's ``__next__``: :func:`opgraph.graph.data_loading.data_loading_owners`);
   ``launch_latency`` (``c`` ran and the activity started: from ``c``'s start, or the gap
   start, until ``c``'s end plus :data:`opgraph.graph.streams.LATE_START_NS`);
   ``device_wait`` (``x`` was held by an event wait, recorded or inferred: until the awaited
@@ -39,12 +39,12 @@ import numpy as np
 import pandas as pd
 
 from opgraph.intervals import union_gaps
-from opgraph.graph.arrays import GraphArrays
-from opgraph.graph.model import TraceGraph
+from opgraph.model.arrays import GraphArrays
+from opgraph.model.trace_graph import TraceGraph
 from opgraph.analysis.display import TableResult
 from opgraph.graph.linking import DEVICE_SYNC_RE, EVENT_SYNC_RE, STREAM_SYNC_RE
 from opgraph.graph.streams import LATE_START_NS
-from opgraph.graph.tree import data_loading_owners
+from opgraph.graph.data_loading import data_loading_owners
 from opgraph.names import annotation_like
 from opgraph.time_categories import IDLE_CAUSES
 

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from opgraph.analysis.display import TableResult, json_records
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 from opgraph.intervals import union_gaps
 
 #: Upper edges of the length bins (µs); the last bin is open-ended.

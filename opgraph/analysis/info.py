@@ -7,9 +7,9 @@ from typing import Any
 
 import pandas as pd
 
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 from opgraph.graph.windows import select_windows
-from opgraph.ingest.table import DEVICE_ACTIVITY_KINDS
+from opgraph.model.table import DEVICE_ACTIVITY_KINDS
 
 
 def find_steps(G: TraceGraph, step_regex: str | None = None) -> pd.DataFrame:

@@ -36,7 +36,7 @@ from opgraph.analysis.collectives import BUSBW_FACTOR, collectives
 from opgraph.analysis.display import TableResult, json_records
 from opgraph.analysis.stragglers import kernel_waits, per_collective
 from opgraph.gc_pause import gc_paused
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 from opgraph.multirank.executor import run
 from opgraph.multirank.identity import check_ranks, discover
 from opgraph.multirank.job import matched_collectives

@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 from opgraph.analysis.display import TableResult, json_records
 from opgraph.analysis.kind_codes import K_KERNEL
 from opgraph.analysis.graph_frame import frame_of

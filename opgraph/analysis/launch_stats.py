@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 from opgraph.analysis.display import TableResult, json_records
 
 #: Lower edges (µs) of the kernel-duration histogram; the last bin is open.

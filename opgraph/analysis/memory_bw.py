@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 from opgraph.analysis.display import TableResult, json_records
 
 #: Columns of the per-kind table (``tables()["by_kind"]``, µs and GB/s).

@@ -41,11 +41,11 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 from opgraph.analysis.device_breakdown import OUTSIDE_OPS
 from opgraph.analysis.display import TableResult, json_records
 from opgraph.analysis.graph_frame import GraphFrame, graph_frame
-from opgraph.ingest.table import HealthItem
+from opgraph.model.table import HealthItem
 
 #: Name of the profiler's memory instants.
 MEMORY_EVENT = "[memory]"
@@ -229,7 +229,7 @@ def _alloc_ops(f: GraphFrame, m: pd.DataFrame, rows: np.ndarray) -> tuple[np.nda
     if not n_q or not len(f):
         return outer, inner
     from opgraph.analysis.op_hierarchy import DEFAULT_MODULE_MARKERS, host_hierarchy, module_mask, outermost_ops
-    from opgraph.graph.tree import tree_depths
+    from opgraph.model.tree import tree_depths
     from opgraph.analysis.kind_codes import K_CPU_OP
 
     hh = host_hierarchy(f)

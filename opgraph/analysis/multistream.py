@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 from opgraph.analysis.graph_frame import GraphFrame, frame_of
 from opgraph.analysis.window import AnalysisWindow, analysis_window
 from opgraph.intervals import overlap_sweep, union_length_by

@@ -18,7 +18,7 @@ import pandas as pd
 
 from opgraph.analysis.graph_frame import GraphFrame
 from opgraph.analysis.kind_codes import K_CPU_OP, K_PYTHON
-from opgraph.graph.tree import tree_depths
+from opgraph.model.tree import tree_depths
 
 __all__ = ["DEFAULT_MODULE_MARKERS", "input_dims", "module_mask", "HostHierarchy", "host_hierarchy",
            "outermost_ops"]

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 from opgraph.analysis.op_hierarchy import DEFAULT_MODULE_MARKERS, host_hierarchy, input_dims, outermost_ops
 from opgraph.analysis.kind_codes import K_RUNTIME
 from opgraph.analysis.graph_frame import GraphFrame, frame_of

@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 from opgraph.analysis.op_hierarchy import outermost_ops
 from opgraph.names import kernel_label as _kernel_label
 from opgraph.analysis.display import TableResult, json_records

@@ -46,7 +46,7 @@ import pandas as pd
 from opgraph.exact_json import exact_default
 from opgraph.analysis.display import TableResult, json_records, json_value
 from opgraph.analysis.roofline.kernel_names import COMPUTE_FAMILIES
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 
 __all__ = ["FAMILIES", "FAMILY_LABELS", "KEY_COLUMNS", "PROBLEM_COLUMNS", "METRIC_COLUMNS", "Shapes", "shapes",
            "shape_columns"]

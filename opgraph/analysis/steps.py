@@ -24,7 +24,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 from opgraph.analysis.data_markers import data_markers_of
 from opgraph.analysis.graph_frame import GraphFrame, frame_of
 from opgraph.graph.windows import WINDOW_SOURCES, Windows, select_windows

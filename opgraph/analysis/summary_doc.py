@@ -10,7 +10,7 @@ from opgraph.analysis.busy_windows import busy_windows
 from opgraph.analysis.graph_frame import GraphFrame, frame_of
 from opgraph.analysis.multistream import device_stats, qps, stream_stats
 from opgraph.analysis.window import analysis_window
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 
 __all__ = ["summary_doc"]
 

@@ -18,7 +18,7 @@ from opgraph.analysis.kind_codes import (
 from opgraph.analysis.steps import steps_table
 from opgraph.errors import OpgraphInputError
 from opgraph.graph.windows import WindowColumns, WindowError, select_windows
-from opgraph.ingest.table import EventTable
+from opgraph.model.table import EventTable
 
 __all__ = ["trim_table"]
 

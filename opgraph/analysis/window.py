@@ -12,7 +12,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 from opgraph.analysis.data_markers import compile_data_markers, data_markers_of, names_matching
 from opgraph.analysis.graph_frame import GraphFrame, frame_of
 from opgraph.analysis.kind_codes import K_PYTHON

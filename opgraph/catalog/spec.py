@@ -83,7 +83,7 @@ class Analysis:
 
     ``name`` is the API function (``opgraph.<name>``), ``command`` the CLI command,
     ``function`` the ``module:function`` computing the result from a
-    :class:`~opgraph.graph.model.TraceGraph` (a ``TableResult``: ``tables()``,
+    :class:`~opgraph.model.trace_graph.TraceGraph` (a ``TableResult``: ``tables()``,
     ``to_dict()``). ``schema`` is the file in ``schemas/`` its ``--json`` is checked
     against, ``doc`` its page. ``tables`` declares the document's tables (the terminal's
     table when ``render`` is None, the HTML section's tables). ``render`` is a

@@ -18,7 +18,7 @@ from opgraph.errors import OpgraphInputError
 from opgraph.table_options import TableFiles, write_frames
 
 if TYPE_CHECKING:
-    from opgraph.graph.model import TraceGraph
+    from opgraph.model.trace_graph import TraceGraph
 
 
 #: Where :func:`load_input` leaves the unit of the loaded graph's times for :func:`console`
@@ -53,7 +53,7 @@ def rank_option(f: Callable) -> Callable:
 def load_input(path: str, fmt: str | None = None, label: str = "loading", job_ok: bool = False,
                whole_job: bool = False, *, rank: int | None = None) -> "TraceGraph":
     """Load a saved graph or build one from a raw trace (a
-    :class:`~opgraph.graph.model.TraceGraph`), with a progress bar on a TTY.
+    :class:`~opgraph.model.trace_graph.TraceGraph`), with a progress bar on a TTY.
 
     A multi-rank job graph is returned whole only when ``job_ok``; otherwise ``rank``
     (the command's ``--rank N``) selects that rank (:func:`opgraph.multirank.rank_subgraph`,
@@ -151,7 +151,7 @@ def per_rank_command(input: str, fn: Callable[..., Any], kwargs: dict[str, Any],
     column first; ``--json`` is ``{"ranks": [{"rank", "file", "result"}]}``
     (schemas/per-rank.schema.json; each ``result`` is the command's own document,
     ``schema``); the terminal shows each rank's tables under its name. ``fn`` takes a
-    :class:`~opgraph.graph.model.TraceGraph`."""
+    :class:`~opgraph.model.trace_graph.TraceGraph`."""
     import pandas as pd
 
     from opgraph.pipelines import per_rank, per_rank_warnings

@@ -17,7 +17,7 @@ import click
 from opgraph.commands.exporters import Exporter, exporter
 from opgraph.errors import OpgraphInputError
 from opgraph.export.dot import COLLAPSE_MODES, DEFAULT_MAX_NODES, MISSING_DOT, dot_program
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 
 _LAST: dict[str, Any] = {}
 

@@ -8,7 +8,7 @@ from typing import Any
 
 
 from opgraph.commands.exporters import exporter
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 
 
 def _write(G: TraceGraph, path: str, opts: dict[str, Any]) -> str:

@@ -9,7 +9,7 @@ import click
 
 from opgraph.commands.exporters import exporter, input_files
 from opgraph.errors import OpgraphInputError
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 
 
 def _write_perfetto(G: TraceGraph, path: str, opts: dict[str, Any]) -> str:

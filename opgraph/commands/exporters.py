@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 import click
 
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 
 #: ``run(G, path, opts) -> message``; ``opts`` holds every option value of the command.
 ExportFn = Callable[[TraceGraph, str, dict[str, Any]], "str | None"]

@@ -1,5 +1,5 @@
 """The builder's last step: its edge lists (per kind) and the event table to the column
-payload (:mod:`opgraph.graph.payload`) that ``.gpickle`` files hold: node columns for the
+payload (:mod:`opgraph.model.payload`) that ``.gpickle`` files hold: node columns for the
 events that are nodes (times in ns), one ``src``/``dst``/kind-code array for all edges,
 per-edge extra attributes, and a pair linked twice kept once (health ``parallel_edge``).
 """
@@ -11,7 +11,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from opgraph.graph.edge_kinds import EDGE_KINDS
+from opgraph.model.edge_kinds import EDGE_KINDS
 from opgraph.graph.linking import Edges
 
 
@@ -28,7 +28,7 @@ def assemble_payload(ev: pd.DataFrame, is_node: np.ndarray, eid: np.ndarray, ts:
                      device: np.ndarray, stream: np.ndarray, corr: np.ndarray, edges: dict[str, list[Edges]],
                      health_dup: Callable[..., None]) -> dict[str, Any]:
     """The graph as columns (the form it is pickled in, see :mod:`opgraph.graph.io`)."""
-    from opgraph.graph.payload import PICKLE_MAGIC
+    from opgraph.model.payload import PICKLE_MAGIC
 
     idx = np.flatnonzero(is_node)
     cols: dict[str, Any] = {

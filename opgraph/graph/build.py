@@ -1,4 +1,4 @@
-"""Canonical event table -> the typed DAG, a :class:`~opgraph.graph.model.TraceGraph`
+"""Canonical event table -> the typed DAG, a :class:`~opgraph.model.trace_graph.TraceGraph`
 (see docs/model.md).
 
 The work is done on numpy arrays (sorted sweeps, merges, searchsorted) and the graph is
@@ -8,7 +8,7 @@ This module holds the builder's phases (:func:`build_payload`: nesting and lane 
 launches, flows, syncs and inferred waits, cross-thread links, assembly; times in ns) and
 :func:`build_graph`. The linkers it calls live in:
 
-* :mod:`~opgraph.graph.edge_kinds`: :data:`EDGE_KINDS`;
+* :mod:`~opgraph.model.edge_kinds`: :data:`EDGE_KINDS`;
 * :mod:`~opgraph.graph.nesting`, :mod:`~opgraph.graph.linking`: nesting sweeps, launches;
 * :mod:`~opgraph.graph.flows`: flow events to edges (:func:`link_flows`);
 * :mod:`~opgraph.graph.syncs`: sync and event-wait edges (:func:`link_syncs`,
@@ -17,7 +17,7 @@ launches, flows, syncs and inferred waits, cross-thread links, assembly; times i
 * :mod:`~opgraph.graph.streams`, :mod:`~opgraph.graph.threads`: inferred stream waits,
   hand-offs and forward/backward links;
 * :mod:`~opgraph.graph.assemble`: edge lists to the column payload;
-* :mod:`~opgraph.graph.cycles`: cycle check and breaking (:func:`has_cycle`);
+* :mod:`~opgraph.model.cycles`: cycle check and breaking (:func:`has_cycle`);
 * :mod:`~opgraph.graph.summary`: counts by kind (:func:`graph_summary`).
 """
 
@@ -30,13 +30,13 @@ import numpy as np
 from opgraph.gc_pause import gc_paused
 from opgraph.version import GRAPH_SCHEMA_VERSION, __version__
 from opgraph.graph.assemble import assemble_payload
-from opgraph.graph.cycles import MAX_CYCLE_BREAKS, break_cycles, has_cycle
-from opgraph.graph.edge_kinds import EDGE_KINDS
+from opgraph.model.cycles import MAX_CYCLE_BREAKS, break_cycles, has_cycle
+from opgraph.model.edge_kinds import EDGE_KINDS
 from opgraph.graph.event_columns import EventColumns
 from opgraph.graph.flows import link_flows
 from opgraph.graph.linking import LAUNCH_API_RE, PRE_TRACE_NS, Edges, StreamIndex, link_launches
 from opgraph.graph.nesting import nest_sweep, sibling_pairs
-from opgraph.graph.packed_args import attach_raw_args
+from opgraph.model.packed_args import attach_raw_args
 from opgraph.graph.stream_joins import JOIN_MAX_GAP_NS, JOIN_MIN_DELAY_NS, infer_stream_joins
 from opgraph.graph.streams import awaited_work, infer_stream_waits, infer_wait_calls
 from opgraph.graph.summary import edge_kind_counts, graph_summary, node_kind_counts
@@ -44,14 +44,14 @@ from opgraph.graph.syncs import (
     SYNC_TOLERANCE_NS, blocking_call_modes, link_syncs, pageable_dtoh, synchronous_launches,
 )
 from opgraph.graph.threads import fwdbwd_by_sequence, infer_handoffs
-from opgraph.ingest.event_args import ArgsColumn
-from opgraph.ingest.table import (
+from opgraph.model.event_args import ArgsColumn
+from opgraph.model.table import (
     DEVICE_ACTIVITY_KINDS, DEVICE_KINDS, HOST_KINDS, NONE_ID, EventTable, HealthItem,
 )
 from opgraph.names import annotation_like, names_where
 
 if TYPE_CHECKING:
-    from opgraph.graph.model import TraceGraph
+    from opgraph.model.trace_graph import TraceGraph
 
 Step = Callable[[str], None]
 
@@ -83,7 +83,7 @@ def build_graph(table: EventTable, step: Step = _noop) -> "TraceGraph":
     Returns
     -------
     TraceGraph
-        The graph in columns (:class:`~opgraph.graph.model.TraceGraph`, docs/model.md).
+        The graph in columns (:class:`~opgraph.model.trace_graph.TraceGraph`, docs/model.md).
         Its nodes are event ids with ``kind``, ``name``, ``ts`` and ``dur`` (ns), ``pid``,
         ``tid``, ``device``, ``stream``, ``correlation``, ``external_id`` and ``args``; edges
         carry ``kind`` (one of :data:`EDGE_KINDS`). ``G.graph`` holds the source
@@ -91,7 +91,7 @@ def build_graph(table: EventTable, step: Step = _noop) -> "TraceGraph":
         ``span_ns`` and the trace-health list ``health``. ``G.to_networkx()`` is the
         ``networkx.DiGraph`` view.
     """
-    from opgraph.graph.model import TraceGraph
+    from opgraph.model.trace_graph import TraceGraph
 
     with gc_paused():
         return TraceGraph(build_payload(table, step))
@@ -99,7 +99,7 @@ def build_graph(table: EventTable, step: Step = _noop) -> "TraceGraph":
 
 def build_payload(table: EventTable, step: Step = _noop) -> dict[str, Any]:
     """The graph of ``table`` in column form (what ``.gpickle`` files hold and a
-    :class:`~opgraph.graph.model.TraceGraph` wraps). ``opgraph build`` saves it
+    :class:`~opgraph.model.trace_graph.TraceGraph` wraps). ``opgraph build`` saves it
     directly, without making millions of Python dicts it would only take apart again."""
     if "graph_replay" not in table.meta:  # graph replays -> the ops that captured them (graph/graph_replay.py)
         from opgraph.graph.graph_replay import attach_captures

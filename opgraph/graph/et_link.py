@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from opgraph.graph.linking import Edges
-from opgraph.ingest.table import NONE_ID, EventTable
+from opgraph.model.table import NONE_ID, EventTable
 
 #: Share of ET ops the exact External-id join must match before alignment is skipped.
 EXACT_ENOUGH = 0.98

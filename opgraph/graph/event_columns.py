@@ -9,8 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from opgraph.ingest.lanes import lanes
-from opgraph.ingest.table import NODE_KINDS
+from opgraph.model.lanes import lanes
+from opgraph.model.table import NODE_KINDS
 
 
 @dataclass
@@ -33,7 +33,7 @@ class EventColumns:
 
     @classmethod
     def of(cls, ev: pd.DataFrame) -> "EventColumns":
-        """The columns of a reader's :attr:`~opgraph.ingest.table.EventTable.events`."""
+        """The columns of a reader's :attr:`~opgraph.model.table.EventTable.events`."""
         kind = ev["kind"].to_numpy(dtype=object)
         ts = ev["ts_ns"].to_numpy()
         dur = ev["dur_ns"].to_numpy()

@@ -10,7 +10,7 @@ import pandas as pd
 
 from opgraph.graph.linking import LAUNCH_FLOW_CATS, Edges, bind_points
 from opgraph.graph.nesting import NEST_TOLERANCE_NS
-from opgraph.ingest.table import DEVICE_ACTIVITY_KINDS
+from opgraph.model.table import DEVICE_ACTIVITY_KINDS
 
 
 def link_flows(ev: pd.DataFrame, kind: np.ndarray, lane: np.ndarray, ts: np.ndarray, end: np.ndarray,

@@ -45,8 +45,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from opgraph.ingest.lanes import lanes as lane_codes
-from opgraph.ingest.table import EventTable
+from opgraph.model.lanes import lanes as lane_codes
+from opgraph.model.table import EventTable
 from opgraph.names import names_where
 
 #: A graph replay call.

@@ -12,11 +12,11 @@ rebuild its graph, ``opgraph.graph.io._rebuild_digraph``, is part of the file fo
 stays here) and the dispatch by file type (:func:`save_graph`, :func:`load_any`,
 :func:`read_input`). The parts live in:
 
-* :mod:`~opgraph.graph.unpickler`: :class:`SafeUnpickler`, its allow-list and size cap;
-* :mod:`~opgraph.graph.validate`: :func:`check_graph` and :func:`check_structure`, the
+* :mod:`~opgraph.model.unpickler`: :class:`SafeUnpickler`, its allow-list and size cap;
+* :mod:`~opgraph.model.validate`: :func:`check_graph` and :func:`check_structure`, the
   checks of a loaded graph;
-* :mod:`~opgraph.graph.attr_bounds`: the depth and size bounds on its attributes;
-* :mod:`~opgraph.graph.node_link`: node-link JSON to and from a graph.
+* :mod:`~opgraph.model.attr_bounds`: the depth and size bounds on its attributes;
+* :mod:`~opgraph.model.node_link`: node-link JSON to and from a graph.
 """
 
 from __future__ import annotations
@@ -32,16 +32,16 @@ import pandas as pd
 
 from opgraph.gc_pause import gc_paused
 from opgraph.errors import OpgraphInputError
-from opgraph.graph.attr_bounds import MAX_ATTR_DEPTH
-from opgraph.graph.node_link import (
+from opgraph.model.attr_bounds import MAX_ATTR_DEPTH
+from opgraph.model.node_link import (
     EVENT_INT_COLS, events_from_columns, events_to_columns, from_node_link, job_from_json, job_to_json, json_default,
     save_node_link, to_node_link,
 )
-from opgraph.graph.model import TraceGraph
-from opgraph.graph.packed_args import pack_args, unpack_payload
-from opgraph.graph.payload import graph_to_payload, payload_to_digraph
-from opgraph.graph.unpickler import ALLOWED_GLOBALS, ArrayTooLarge, SafeUnpickler, allocation_cap
-from opgraph.graph.validate import CYCLIC_EDGE_KINDS, DIGRAPH_STATE, check_graph, check_structure
+from opgraph.model.trace_graph import TraceGraph
+from opgraph.model.packed_args import pack_args, unpack_payload
+from opgraph.model.payload import graph_to_payload, payload_to_digraph
+from opgraph.model.unpickler import ALLOWED_GLOBALS, ArrayTooLarge, SafeUnpickler, allocation_cap
+from opgraph.model.validate import CYCLIC_EDGE_KINDS, DIGRAPH_STATE, check_graph, check_structure
 from opgraph.outfiles import open_atomic
 
 
@@ -67,7 +67,7 @@ class GraphPayload:
 def _rebuild_digraph(payload: dict) -> nx.DiGraph:
     """The function a ``.gpickle`` names to rebuild its graph (allow-listed for unpickling;
     its module and name are part of the file format, so it stays here). A packed args
-    column (:mod:`opgraph.graph.packed_args`) is put back first."""
+    column (:mod:`opgraph.model.packed_args`) is put back first."""
     return payload_to_digraph(unpack_payload(payload))
 
 
@@ -77,7 +77,7 @@ copyreg.pickle(TraceGraph, lambda tg: (_rebuild_digraph, (pack_args(tg.payload),
 
 class GraphPickler(pickle.Pickler):
     """The pickler of ``.gpickle`` files: an opgraph-built ``DiGraph`` is written in its
-    column form (:func:`opgraph.graph.payload.graph_to_payload`), any other object the ordinary way."""
+    column form (:func:`opgraph.model.payload.graph_to_payload`), any other object the ordinary way."""
 
     def reducer_override(self, obj: Any) -> Any:
         if type(obj) is nx.DiGraph:
@@ -143,7 +143,7 @@ class _ColumnUnpickler(SafeUnpickler):
 
 def load_gpickle(path: str | Path) -> TraceGraph:
     """Read a ``.gpickle`` saved by opgraph through :class:`SafeUnpickler` as a
-    :class:`~opgraph.graph.model.TraceGraph`; bad files raise :class:`OpgraphInputError`.
+    :class:`~opgraph.model.trace_graph.TraceGraph`; bad files raise :class:`OpgraphInputError`.
     A graph saved in column form is validated as arrays (no networkx dicts are made); a
     ``DiGraph`` pickled the ordinary way must hold what the analyses need
     (:func:`check_graph`) and is taken into columns."""
@@ -173,7 +173,7 @@ def load_gpickle(path: str | Path) -> TraceGraph:
         raise OpgraphInputError(p, f"corrupt pickle: {len(data) - bio.tell()} bytes after the end of the "
                                    f"pickle (at byte {bio.tell()} of {len(data)})")
     if type(G) is _Columns:
-        from opgraph.graph.validate_columns import check_columns
+        from opgraph.model.validate_columns import check_columns
 
         try:
             check_columns(G.payload, p, len(data))
@@ -188,7 +188,7 @@ def load_gpickle(path: str | Path) -> TraceGraph:
 
 
 def columns_of(G: nx.DiGraph, path: str) -> TraceGraph:
-    """The :class:`~opgraph.graph.model.TraceGraph` of a loaded ``DiGraph`` that passed
+    """The :class:`~opgraph.model.trace_graph.TraceGraph` of a loaded ``DiGraph`` that passed
     :func:`check_graph`; a graph opgraph cannot hold in columns (nodes with attributes of
     their own, args that are not the event table's) is a one-line input error."""
     try:
@@ -217,7 +217,7 @@ def save_graph(G: "TraceGraph | nx.DiGraph", path: str | Path, inputs: tuple = (
 
 
 def load_any(path: str | Path, format: str | None = None, step=None) -> TraceGraph:
-    """The :class:`~opgraph.graph.model.TraceGraph` of a saved graph (``.gpickle``,
+    """The :class:`~opgraph.model.trace_graph.TraceGraph` of a saved graph (``.gpickle``,
     node-link JSON) or of any raw trace (built).
 
     ``format`` forces a trace format; ``step(phase)`` reports progress."""
@@ -229,7 +229,7 @@ def load_any(path: str | Path, format: str | None = None, step=None) -> TraceGra
 
 
 def read_input(path: str | Path, format: str | None = None, step=None) -> "TraceGraph | Any":
-    """A saved graph (a :class:`~opgraph.graph.model.TraceGraph`) or, for a raw trace,
+    """A saved graph (a :class:`~opgraph.model.trace_graph.TraceGraph`) or, for a raw trace,
     its :class:`EventTable`."""
     from opgraph.ingest.readers import detect_format, read_trace_doc
     from opgraph.ingest.source import SQLITE_MAGIC, read_source

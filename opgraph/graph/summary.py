@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 
 
 def edge_kind_counts(G: TraceGraph) -> Counter:

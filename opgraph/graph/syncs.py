@@ -17,7 +17,7 @@ import pandas as pd
 from opgraph.graph.linking import (
     BLOCKING_COPY_RE, DEVICE_SYNC_RE, EVENT_SYNC_RE, STREAM_SYNC_RE, SYNC_RECORD_KINDS, Edges, StreamIndex,
 )
-from opgraph.ingest.event_args import ArgsColumn
+from opgraph.model.event_args import ArgsColumn
 from opgraph.names import names_where
 
 #: A blocking call may return up to this long after the GPU work it awaited ended (ns).

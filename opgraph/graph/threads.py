@@ -253,7 +253,7 @@ def fwdbwd_by_sequence(eid: np.ndarray, lane: np.ndarray, ts: np.ndarray, end: n
                        seq_no: list, fwd_thread: list) -> Edges:
     """Forward -> backward edges from ``Sequence number`` / ``Fwd thread id`` args (module
     docstring). Inputs are per host op; ``seq_no`` and ``fwd_thread`` hold the two args of
-    each (as decoded, -1 where absent: :meth:`~opgraph.ingest.event_args.DictArgs.key_values`).
+    each (as decoded, -1 where absent: :meth:`~opgraph.model.event_args.DictArgs.key_values`).
     Returns ``flow`` edges with ``cat="fwdbwd"``, ``inferred=True``,
     ``evidence="sequence_number"``."""
     seq = np.full(len(eid), -1, np.int64)

@@ -45,10 +45,11 @@ from typing import Any, Callable, Iterable, Iterator
 import numpy as np
 import pandas as pd
 
-from opgraph.graph.arrays import GraphArrays
+from opgraph.model.arrays import GraphArrays
 from opgraph.intervals import union_length_by, union_overlap_ns
 from opgraph.ingest.steps import NVTX_ITERATION_RE, STEP_RE
-from opgraph.ingest.table import HOST_KINDS
+from opgraph.model.table import HOST_KINDS
+from opgraph.model.trace_graph import TraceGraph
 
 #: Host ranges a step marker or a ``--window`` regex can name.
 HOST_RANGE_KINDS: tuple[str, ...] = ("annotation", "cpu_op", "python")
@@ -246,19 +247,21 @@ class WindowColumns:
 
     @classmethod
     def from_arrays(cls, a: GraphArrays) -> "WindowColumns":
-        """Columns of :class:`~opgraph.graph.arrays.GraphArrays` (lanes and launches included)."""
+        """Columns of :class:`~opgraph.model.arrays.GraphArrays` (lanes and launches included)."""
         return cls(a.kind, a.name, a.ts, a.end, a.eid, a.lane, a.out_edges("launch")[0])
 
     @classmethod
     def of(cls, src: Any) -> "WindowColumns":
         """Columns of ``src``: a :class:`WindowColumns`, a
-        :class:`~opgraph.graph.arrays.GraphArrays`, or anything with a ``window_columns()``
-        method (a :class:`~opgraph.graph.model.TraceGraph`, the
+        :class:`~opgraph.model.arrays.GraphArrays`, or anything with a ``window_columns()``
+        method (a :class:`~opgraph.model.trace_graph.TraceGraph`, the
         :class:`~opgraph.analysis.graph_frame.GraphFrame`)."""
         if isinstance(src, WindowColumns):
             return src
         if isinstance(src, GraphArrays):
             return cls.from_arrays(src)
+        if isinstance(src, TraceGraph):
+            return cls.from_arrays(src.arrays)
         if hasattr(src, "window_columns"):
             return src.window_columns()
         raise TypeError(f"cannot select windows from a {type(src).__name__}")

@@ -13,7 +13,7 @@ from opgraph.ingest.readers import (  # noqa: F401 - the package's public names
     READERS,
     Reader,
 )
-from opgraph.ingest.table import (  # noqa: F401 - the package's public names
+from opgraph.model.table import (  # noqa: F401 - the package's public names
     EventTable,
     HealthItem,
 )

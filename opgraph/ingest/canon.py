@@ -12,7 +12,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from opgraph.ingest.table import ALL_KINDS, NONE_ID, EventTable
+from opgraph.model.table import ALL_KINDS, NONE_ID, EventTable
 
 _INT_COLS = ("device", "stream", "correlation", "external_id", "rf_id", "flow_id", "rank")
 

@@ -27,7 +27,7 @@ import pandas as pd
 
 from opgraph.errors import OpgraphInputError
 from opgraph.ingest.source import SourceBytes
-from opgraph.ingest.table import ALL_KINDS, NONE_ID, EventTable
+from opgraph.model.table import ALL_KINDS, NONE_ID, EventTable
 
 #: (name pattern, kind) for device commands, first match wins; anything else is a kernel.
 MAPPING: tuple[tuple[re.Pattern, str], ...] = (

@@ -39,7 +39,7 @@ import numpy as np
 from opgraph.errors import OpgraphInputError
 from opgraph.ingest.canon import make_table
 from opgraph.ingest.source import SourceBytes
-from opgraph.ingest.table import NONE_ID, EventTable
+from opgraph.model.table import NONE_ID, EventTable
 
 #: Enqueue calls that carry device profiling, and the kind of their device row.
 DEVICE_CALLS = {

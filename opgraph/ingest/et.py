@@ -44,7 +44,7 @@ import pandas as pd
 from opgraph.errors import OpgraphInputError
 from opgraph.ingest.canon import make_table
 from opgraph.ingest.source import SourceBytes
-from opgraph.ingest.table import NONE_ID, EventTable
+from opgraph.model.table import NONE_ID, EventTable
 
 #: Nodes validated against the schema (the rest are checked while read).
 SCHEMA_SAMPLE = 300

@@ -33,7 +33,7 @@ from opgraph.ingest.kineto_decode import FieldColumns, decode_kineto
 from opgraph.ingest.kineto_events import events_to_table
 from opgraph.ingest.kineto_kinds import CATEGORY_KIND, KNOWN_PH, MTIA_CCP_KIND, MTIA_DEVICE_RECORDS
 from opgraph.ingest.source import SourceBytes, read_source
-from opgraph.ingest.table import EventTable, check_times
+from opgraph.model.table import EventTable, check_times
 
 __all__ = [
     "ARGS_MAX_DEPTH", "ARGS_TOO_DEEP", "CATEGORY_KIND", "KNOWN_PH", "MTIA_CCP_KIND", "MTIA_DEVICE_RECORDS",

@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from opgraph.errors import OpgraphInputError
-from opgraph.ingest.event_args import ArgsColumn
-from opgraph.ingest.table import NONE_ID
+from opgraph.model.event_args import ArgsColumn
+from opgraph.model.table import NONE_ID
 
 
 def object_array(values: list) -> np.ndarray:
@@ -91,7 +91,7 @@ def int_values(vals: list, bad: list[int] | None = None) -> np.ndarray:
 
 def int_arg(args: ArgsColumn, rows: np.ndarray, n: int, key: str,
             bad: dict[str, np.ndarray] | None = None) -> np.ndarray:
-    """Integer linking key ``key`` (one of :data:`~opgraph.ingest.event_args.LINK_KEYS`, its
+    """Integer linking key ``key`` (one of :data:`~opgraph.model.event_args.LINK_KEYS`, its
     other spelling read where it is absent) read from the args of events ``rows``; -1 where
     absent or not an integer. ``bad``: gets ``bad[key]``, the rows whose value is present
     but not an integer (read as absent), when there are any."""

@@ -9,7 +9,7 @@ typed records (one C pass, no per-event dict) and turns them into per-field list
 
 The typed pass is only a faster route to the same values. The canonical fields are
 decoded as JSON scalars and type-checked by the builder exactly as before. ``args`` stay
-raw JSON text: one buffer with offsets (:class:`~opgraph.ingest.event_args.RawArgs`),
+raw JSON text: one buffer with offsets (:class:`~opgraph.model.event_args.RawArgs`),
 decoded later by orjson, only the rows a step reads, or all of them (in chunks) when the
 column is read, so their values (unsigned 64-bit integers, larger integers as floats) and
 the nesting depth allowed are those of the general path. The text is kept raw only when
@@ -33,8 +33,9 @@ from typing import Annotated, Any, Union
 import numpy as np
 import orjson
 
-from opgraph.ingest.depth_limit import ARGS_MAX_DEPTH, raw_max_depth
-from opgraph.ingest.event_args import RawArgs
+from opgraph.ingest.depth_limit import ARGS_MAX_DEPTH
+from opgraph.model.json_depth import raw_max_depth
+from opgraph.model.event_args import RawArgs
 
 #: The keys an event's canonical columns hold.
 STANDARD_KEYS = frozenset({"ph", "cat", "name", "pid", "tid", "ts", "dur", "args", "id", "bp"})
@@ -73,7 +74,7 @@ def _decoders() -> Any:
 class FieldColumns:
     """The events of a Chrome trace, one list per field in file order (None where an event
     lacks the key; times as written, in µs). ``args``: the decoded values, or from the typed
-    pass their raw JSON text (:class:`~opgraph.ingest.event_args.RawArgs`). ``extra``: per
+    pass their raw JSON text (:class:`~opgraph.model.event_args.RawArgs`). ``extra``: per
     event, a dict of its keys outside :data:`STANDARD_KEYS` (kept for lossless re-export),
     or None when no event has any. ``depth_bound``: the file's bracket count
     (:func:`~opgraph.ingest.depth_limit.raw_max_depth`) when the typed pass made it."""
@@ -141,8 +142,8 @@ def _rows_to_check(raw: RawArgs) -> np.ndarray:
 
 def args_column(texts: list, depth_bound: int) -> list | RawArgs:
     """The args column of the typed pass from each event's raw JSON text (``texts``):
-    :class:`~opgraph.ingest.event_args.RawArgs` when it can stay raw, else the values
-    decoded now by orjson (:meth:`~opgraph.ingest.event_args.RawArgs.decode`), exactly as
+    :class:`~opgraph.model.event_args.RawArgs` when it can stay raw, else the values
+    decoded now by orjson (:meth:`~opgraph.model.event_args.RawArgs.decode`), exactly as
     the general path decodes them: when an
     args is not an object or null (the builder words that error) or the file nests deeper
     than the saved-graph bound (``depth_bound``: its bracket count; the deep part is cut

@@ -1,7 +1,7 @@
 """The Kineto event loop: decoded Chrome-trace events -> the canonical event table.
 
 :func:`events_to_table` turns the list of event dicts of a Kineto / Chrome trace into an
-:class:`~opgraph.ingest.table.EventTable`: column-wise type checks, kinds per (phase,
+:class:`~opgraph.model.table.EventTable`: column-wise type checks, kinds per (phase,
 category) pair (:mod:`opgraph.ingest.kineto_kinds`), linking keys read from args, exact
 timestamps (:mod:`opgraph.ingest.kineto_times`), ``B``/``E`` duration pairs joined per
 thread, originals kept for lossless re-export, and the per-event health warnings.
@@ -19,14 +19,14 @@ import pandas as pd
 from opgraph.ingest.kineto_columns import (
     check_field_types, event_error, flow_ids, int_arg, norm_categorical, object_array, sparse_categorical,
 )
-from opgraph.ingest.event_args import DictArgs, RawArgs
+from opgraph.model.event_args import DictArgs, RawArgs
 from opgraph.ingest.kineto_decode import FieldColumns, columns_of_dicts
 from opgraph.ingest.kineto_kinds import KNOWN_NON_NODE_CATS, kind_categories, mtia_kinds, pair_kinds
 from opgraph.ingest.kineto_times import check_us_range, exact_ts_ns
-from opgraph.ingest.lanes import lanes
+from opgraph.model.lanes import lanes
 from opgraph.ingest.source import SourceBytes
 from opgraph.ingest.steps import STEP_RE
-from opgraph.ingest.table import NONE_ID, EventTable
+from opgraph.model.table import NONE_ID, EventTable
 
 _STREAM_TID_RE = re.compile(r"^stream\s+(\d+)")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from opgraph.ingest.event_args import ArgsColumn
+from opgraph.model.event_args import ArgsColumn
 
 #: Category -> canonical kind for complete (``X``) events.
 CATEGORY_KIND: dict[str, str] = {
@@ -103,5 +103,5 @@ def mtia_kinds(kind: np.ndarray, cat_codes: np.ndarray, cat_uniques: list, name_
 
 def kind_categories() -> list[str]:
     """The categories of the ``kind`` column: every canonical kind, in table order."""
-    from opgraph.ingest.table import ALL_KINDS
+    from opgraph.model.table import ALL_KINDS
     return list(ALL_KINDS)

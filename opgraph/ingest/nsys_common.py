@@ -40,7 +40,7 @@ import pandas as pd
 
 from opgraph.errors import OpgraphInputError
 from opgraph.ingest.canon import combine_corr, make_table
-from opgraph.ingest.table import NONE_ID, EventTable
+from opgraph.model.table import NONE_ID, EventTable
 
 NVTX_PUSHPOP, NVTX_STARTEND, NVTX_MARK, NVTX_THREAD_NAME, NVTX_DOMAIN_CREATE = 59, 60, 34, 39, 75
 _NVTX_META = {33: "nvtx_category", 75: "nvtx_domain_create", 76: "nvtx_domain_destroy", 39: "thread_name"}

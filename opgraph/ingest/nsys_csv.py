@@ -17,7 +17,7 @@ import numpy as np
 from opgraph.errors import OpgraphInputError
 from opgraph.ingest.canon import make_table
 from opgraph.ingest.source import SourceBytes
-from opgraph.ingest.table import EventTable
+from opgraph.model.table import EventTable
 
 REQUIRED = ("Start (ns)", "End (ns)", "Name", "PID", "TID")
 #: Header cells that mark an ``nsys stats`` CSV report (any report).

@@ -34,7 +34,7 @@ import orjson
 from opgraph.errors import OpgraphInputError
 from opgraph.ingest.nsys_common import NsysData, assemble
 from opgraph.ingest.source import SourceBytes
-from opgraph.ingest.table import EventTable
+from opgraph.model.table import EventTable
 
 #: Records validated against the schema (the rest are type-checked while read).
 SCHEMA_SAMPLE = 500

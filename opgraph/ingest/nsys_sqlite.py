@@ -26,7 +26,7 @@ import numpy as np
 from opgraph.errors import OpgraphInputError
 from opgraph.ingest.nsys_common import NsysData, assemble
 from opgraph.ingest.source import SourceBytes
-from opgraph.ingest.table import EventTable
+from opgraph.model.table import EventTable
 
 RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"

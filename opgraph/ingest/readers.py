@@ -25,7 +25,7 @@ from opgraph.errors import OpgraphInputError
 from opgraph.ingest.kineto import parse_json, read_kineto
 from opgraph.ingest.kineto_decode import FieldColumns, decode_kineto
 from opgraph.ingest.source import SQLITE_MAGIC, SourceBytes, read_source
-from opgraph.ingest.table import EventTable, check_times
+from opgraph.model.table import EventTable, check_times
 
 __all__ = ['read_trace', 'read_trace_doc', 'detect_format', 'parse_trace_doc', 'TextDoc', 'FORMATS',
            'READERS', 'Reader']

@@ -119,9 +119,9 @@ def discover(inputs: list[str] | tuple[str, ...] | str) -> Discovery:
 
 def check_ranks(pairs: list[tuple[int | None, str]], unknown_ok: bool = False) -> None:
     """Raise a one-line :class:`OpgraphInputError` when a file has no rank (unless
-    ``unknown_ok``), a rank id is outside 0..:data:`~opgraph.graph.validate.MAX_RANK_ID`, or
+    ``unknown_ok``), a rank id is outside 0..:data:`~opgraph.model.validate.MAX_RANK_ID`, or
     two files claim the same rank; ``pairs`` is ``(rank, file)`` per file."""
-    from opgraph.graph.validate import MAX_RANK_ID
+    from opgraph.model.validate import MAX_RANK_ID
 
     missing = [f for r, f in pairs if r is None]
     if missing and not unknown_ok:

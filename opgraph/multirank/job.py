@@ -19,8 +19,8 @@ import pandas as pd
 
 from opgraph.version import GRAPH_SCHEMA_VERSION, __version__
 from opgraph.errors import OpgraphInputError
-from opgraph.graph.edge_kinds import renumbered
-from opgraph.graph.model import TraceGraph
+from opgraph.model.edge_kinds import renumbered
+from opgraph.model.trace_graph import TraceGraph
 from opgraph.multirank.executor import run
 from opgraph.multirank.identity import check_ranks, discover, identical_traces
 from opgraph.multirank.match import align_clocks, match_collectives
@@ -186,7 +186,7 @@ class JobBuild:
         return self.payload["graph"]["job"]
 
     def graph(self) -> TraceGraph:
-        """The job graph (a :class:`~opgraph.graph.model.TraceGraph`)."""
+        """The job graph (a :class:`~opgraph.model.trace_graph.TraceGraph`)."""
         return TraceGraph(self.payload)
 
 
@@ -234,7 +234,7 @@ def merge_results(results: list[RankResult]) -> dict[str, Any]:
     """Merge per-rank results into one job payload (contract in docs/multirank.md).
 
     Frees each rank's payload as it is merged."""
-    from opgraph.graph.payload import PICKLE_MAGIC
+    from opgraph.model.payload import PICKLE_MAGIC
 
     check_ranks([(r.rank, r.file) for r in results])
     results = sorted(results, key=lambda r: int(r.rank))  # type: ignore[arg-type]
@@ -417,7 +417,7 @@ def build_job(inputs: Sequence[str] | str, keep: str | None = "auto", workers: i
               scheduler: str | None = None, budget: int | None = None,
               progress: Callable[[int, int], None] | None = None) -> JobBuild:
     """Read every rank of a job (directory, glob or files) and merge them into one job
-    payload; ``.graph()`` gives the :class:`~opgraph.graph.model.TraceGraph`. See :func:`collect` for the options."""
+    payload; ``.graph()`` gives the :class:`~opgraph.model.trace_graph.TraceGraph`. See :func:`collect` for the options."""
     results, skipped, note = collect(inputs, keep, workers, scheduler, budget, progress)
     payload = merge_results(results)
     if skipped:

@@ -6,7 +6,7 @@ intra-rank edges (no ``collective`` edge), its rows of the event table and the g
 attributes its file was built with, times on its own clock (or on the job's aligned clock).
 
 The cut is made on the columns (:func:`rank_payload`): the job's
-:class:`~opgraph.graph.model.TraceGraph` gives a ``TraceGraph`` of the rank without one
+:class:`~opgraph.model.trace_graph.TraceGraph` gives a ``TraceGraph`` of the rank without one
 Python dict per node or edge.
 """
 
@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from opgraph.graph.edge_kinds import renumbered
-from opgraph.graph.model import TraceGraph
-from opgraph.graph.payload import PICKLE_MAGIC
+from opgraph.model.edge_kinds import renumbered
+from opgraph.model.trace_graph import TraceGraph
+from opgraph.model.payload import PICKLE_MAGIC
 
 
 def is_job(G: TraceGraph) -> bool:
@@ -54,7 +54,7 @@ def rank_events(ev_all: pd.DataFrame, off: int, n_ev: int, shift: int) -> pd.Dat
 
 
 def rank_payload(payload: dict[str, Any], graph: dict[str, Any], r: int, aligned: bool = False) -> dict[str, Any]:
-    """The column payload (:mod:`opgraph.graph.payload`) of rank ``r`` of the job whose
+    """The column payload (:mod:`opgraph.model.payload`) of rank ``r`` of the job whose
     payload is ``payload`` and graph attributes ``graph`` (read once: a loaded graph's
     event table). Node ids are local, ``ts`` on the rank's clock unless ``aligned``, the
     ``rank`` column dropped; edges are the rank's own, ``collective`` ones left out, in the

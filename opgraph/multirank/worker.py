@@ -21,12 +21,12 @@ from opgraph.gc_pause import gc_paused
 from opgraph.errors import OpgraphInputError
 from opgraph.graph.linking import COMM_KERNEL_PATTERN
 from opgraph.graph.windows import WindowColumns, select_windows
-from opgraph.ingest.table import DEVICE_ACTIVITY_KINDS, NONE_ID
+from opgraph.model.table import DEVICE_ACTIVITY_KINDS, NONE_ID
 from opgraph.intervals import union_length
 from opgraph.multirank.identity import rank_from_filename
 
 if TYPE_CHECKING:  # pragma: no cover
-    from opgraph.graph.model import TraceGraph
+    from opgraph.model.trace_graph import TraceGraph
 
 #: Columns (and dtypes) of a rank's collective table.
 COLLECTIVE_COLUMNS: dict[str, str] = {
@@ -246,8 +246,8 @@ def rank_result(path: str, keep_full: bool | frozenset[int]) -> RankResult:
     Dask boundaries intact)."""
     from opgraph.graph.build import build_payload
     from opgraph.graph.io import read_input
-    from opgraph.graph.model import TraceGraph
-    from opgraph.graph.packed_args import unpack_payload
+    from opgraph.model.trace_graph import TraceGraph
+    from opgraph.model.packed_args import unpack_payload
 
     with gc_paused():
         got = read_input(path)
@@ -292,7 +292,7 @@ def rank_result(path: str, keep_full: bool | frozenset[int]) -> RankResult:
 def rank_with_graph(path: str) -> "tuple[RankResult, TraceGraph]":
     """:func:`rank_result` and the rank's graph as columns, the result without its payload
     (for per-rank work that analyses the graph where it was built)."""
-    from opgraph.graph.model import TraceGraph
+    from opgraph.model.trace_graph import TraceGraph
 
     res = rank_result(path, True)
     payload, res.payload = res.payload, None

@@ -71,7 +71,7 @@ def cpu_work_pattern(a: Any) -> str:
     import numpy as np
 
     from opgraph.analysis.critical_path.boundary_edges import blocking_waits
-    from opgraph.graph.tree import data_loading_owners
+    from opgraph.graph.data_loading import data_loading_owners
     from opgraph.names import annotation_like
 
     waits = a.is_host & (annotation_like(a.kind, a.name) | data_loading_owners(a) | blocking_waits(a))

@@ -21,7 +21,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 from opgraph.analysis.op_hierarchy import input_dims
 from opgraph.analysis.kind_codes import K_KERNEL, K_MEMCPY, K_MEMSET, K_RUNTIME
 from opgraph.analysis.graph_frame import GraphFrame, frame_of

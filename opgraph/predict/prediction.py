@@ -22,8 +22,8 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from opgraph.graph.arrays import GraphArrays
-from opgraph.graph.model import TraceGraph
+from opgraph.model.arrays import GraphArrays
+from opgraph.model.trace_graph import TraceGraph
 from opgraph.intervals import union_intervals
 from opgraph.analysis.critical_path.boundary_edges import CATEGORIES
 from opgraph.analysis.critical_path.run_result import CriticalPathResult

@@ -69,7 +69,7 @@ from typing import Any, Callable, ClassVar, Mapping
 
 import pandas as pd
 
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 from opgraph.analysis.display import TableResult, json_records
 from opgraph.graph.windows import WindowError
 from opgraph.errors import OpgraphInputError

@@ -65,10 +65,10 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
-from opgraph.graph.arrays import GraphArrays
-from opgraph.graph.model import TraceGraph
+from opgraph.model.arrays import GraphArrays
+from opgraph.model.trace_graph import TraceGraph
 
-from opgraph.graph.cycles import kahn_order
+from opgraph.model.cycles import kahn_order
 from opgraph.analysis.critical_path.boundary_edges import PRIORITY, ROLES, R, BoundaryEdges, boundary_edges, edge_categories
 from opgraph.analysis.critical_path.engine import boundary_times, dag_from_edges, pick_critical
 
@@ -87,7 +87,7 @@ class BoundaryModel:
     """The boundary DAG of a graph with measured lags, ready to simulate.
 
     Boundary ``2p`` is the start and ``2p+1`` the end of node position ``p`` (positions of
-    :class:`~opgraph.graph.arrays.GraphArrays`). Edge arrays are in processing order:
+    :class:`~opgraph.model.arrays.GraphArrays`). Edge arrays are in processing order:
     sorted by the topological position of their target, so one sequential relaxation
     over them is a complete forward pass.
     """

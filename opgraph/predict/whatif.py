@@ -38,8 +38,8 @@ from typing import Any
 import numpy as np
 
 from opgraph.graph.linking import LAUNCH_API_RE
-from opgraph.graph.model import TraceGraph
-from opgraph.graph.tree import within
+from opgraph.model.trace_graph import TraceGraph
+from opgraph.model.tree import within
 from opgraph.predict.simulation import NEVER, ROLES, R, BoundaryModel
 
 #: Roles whose lag is a latency (replaced by ``typical_latencies``).

@@ -45,12 +45,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from opgraph.graph.arrays import GraphArrays
+from opgraph.model.arrays import GraphArrays
 from opgraph.graph.linking import COMM_KERNEL_PATTERN
 from opgraph.graph.build import pageable_dtoh
 from opgraph.graph.linking import BLOCKING_COPY_RE, DEVICE_SYNC_RE, EVENT_SYNC_RE, STREAM_SYNC_RE
 from opgraph.graph.threads import BLOCKING_WAIT_RE
-from opgraph.graph.tree import data_loading_owners
+from opgraph.graph.data_loading import data_loading_owners
 from opgraph.names import annotation_like
 from opgraph.time_categories import PATH_CATEGORIES, WAIT_CATEGORIES as CATALOG_WAITS
 
@@ -215,7 +215,7 @@ def edge_categories(a: GraphArrays, role: np.ndarray, own: np.ndarray, src: np.n
       range, :func:`opgraph.names.annotation_like`): ``untraced``, named by the annotation:
       nothing the thread did is recorded in it;
     * own time of a DataLoader's ``__next__`` and of the waits inside it
-      (:func:`opgraph.graph.tree.data_loading_owners`): ``data_loading``.
+      (:func:`opgraph.graph.data_loading.data_loading_owners`): ``data_loading``.
 
     ``parent``: the host nest parent per node (computed when not given)."""
     rc = np.array([CAT[ROLE_CATEGORY[r]] for r in ROLES], dtype=np.int8)

@@ -41,8 +41,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from opgraph.graph.arrays import GraphArrays
-from opgraph.graph.model import TraceGraph
+from opgraph.model.arrays import GraphArrays
+from opgraph.model.trace_graph import TraceGraph
 from opgraph.graph.streams import LATE_START_NS
 from opgraph.analysis.critical_path.boundary_edges import (
     CAT, PRIORITY, ROLES, R, BoundaryEdges, boundary_edges, edge_categories,

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from opgraph.graph.arrays import GraphArrays
-from opgraph.graph.model import TraceGraph
+from opgraph.model.arrays import GraphArrays
+from opgraph.model.trace_graph import TraceGraph
 from opgraph.analysis.critical_path.engine import (
     BoundaryDAG, RawSegment,
     SEGMENT_FIELDS, boundary_dag, segment_columns, walk_back,

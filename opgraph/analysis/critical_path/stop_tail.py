@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from opgraph.graph.arrays import GraphArrays
+from opgraph.model.arrays import GraphArrays
 from opgraph.graph.threads import BLOCKING_WAIT_RE
 from opgraph.names import annotation_like
 

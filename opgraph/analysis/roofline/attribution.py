@@ -16,7 +16,7 @@ from opgraph.analysis.roofline.columns import TraceColumns
 from opgraph.analysis.roofline.kernel_names import COMPUTE_FAMILIES, work_kernel_mask
 from opgraph.analysis.roofline.objects import isin_obj
 from opgraph.analysis.roofline.op_costs import OpCosts
-from opgraph.graph.tree import climb_to_first
+from opgraph.model.tree import climb_to_first
 
 #: Device activities that receive FLOPs and bytes.
 ATTRIBUTED_KINDS = ("kernel", "memcpy", "memset")

@@ -13,8 +13,8 @@ import numpy as np
 
 from opgraph.analysis.roofline.objects import isin_obj
 from opgraph.analysis.roofline.table_links import nest_and_launch_links
-from opgraph.graph.model import TraceGraph
-from opgraph.ingest.table import HOST_KINDS
+from opgraph.model.trace_graph import TraceGraph
+from opgraph.model.table import HOST_KINDS
 
 
 @dataclass
@@ -51,7 +51,7 @@ class TraceColumns:
 
     @classmethod
     def from_trace_graph(cls, T: TraceGraph) -> "TraceColumns":
-        """From a :class:`~opgraph.graph.model.TraceGraph` (its cached arrays; each node's
+        """From a :class:`~opgraph.model.trace_graph.TraceGraph` (its cached arrays; each node's
         args are its event's)."""
         a = T.arrays
         ev = T.graph.get("events")
@@ -94,7 +94,7 @@ class TraceColumns:
 
     @classmethod
     def from_table(cls, table: Any) -> "TraceColumns":
-        """Straight from a reader's :class:`~opgraph.ingest.table.EventTable`, computing only
+        """Straight from a reader's :class:`~opgraph.model.table.EventTable`, computing only
         the two edge kinds the attribution needs with the graph builder's own steps
         (:func:`~opgraph.analysis.roofline.table_links.nest_and_launch_links`). Same nodes,
         parents and launches as the built graph; used by ``opgraph augment`` to skip

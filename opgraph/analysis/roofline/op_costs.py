@@ -20,7 +20,7 @@ from opgraph.analysis.flops import COMPOSITE_OPS, OpCost, op_cost_from_args, op_
 from opgraph.analysis.roofline.columns import TraceColumns
 from opgraph.analysis.roofline.conv_context import conv_context
 from opgraph.analysis.roofline.objects import isin_obj, map_distinct
-from opgraph.graph.tree import mark_ancestors
+from opgraph.model.tree import mark_ancestors
 
 
 @dataclass

@@ -15,7 +15,7 @@ from opgraph.analysis.roofline.devices import DeviceInfo, resolve_devices
 from opgraph.analysis.roofline.frames import kernel_frame, op_frame, problem_sizes
 from opgraph.analysis.roofline.op_costs import cost_ops, counted_ops, world_size
 from opgraph.analysis.roofline.result import RooflineResult
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 
 
 def roofline(source: "TraceGraph | TraceColumns | Mapping[str, Any]", *, device: str | None = None,

@@ -22,7 +22,7 @@ from opgraph.graph.build import link_flows
 from opgraph.graph.event_columns import EventColumns
 from opgraph.graph.linking import Edges, link_launches
 from opgraph.graph.nesting import nest_sweep
-from opgraph.ingest.table import DEVICE_ACTIVITY_KINDS, HOST_KINDS
+from opgraph.model.table import DEVICE_ACTIVITY_KINDS, HOST_KINDS
 
 
 @dataclass
@@ -40,7 +40,7 @@ class TableLinks:
 
 def nest_and_launch_links(ev: pd.DataFrame) -> TableLinks:
     """The nodes, host ``nest`` edges and ``launch`` edges the builder makes for the events
-    ``ev`` (a reader's :attr:`~opgraph.ingest.table.EventTable.events`): launches by
+    ``ev`` (a reader's :attr:`~opgraph.model.table.EventTable.events`): launches by
     correlation, plus launch flows for the activities no correlation links."""
     c = EventColumns.of(ev)   # the builder's own node mask and lanes
     kind, ts, end, eid, corr = c.kind, c.ts, c.end, c.eid, c.corr

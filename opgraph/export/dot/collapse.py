@@ -16,7 +16,7 @@ import numpy as np
 
 from opgraph.analysis.op_hierarchy import DEFAULT_MODULE_MARKERS, module_mask
 from opgraph.export.dot.view import HOST_KINDS
-from opgraph.graph.arrays import GraphArrays
+from opgraph.model.arrays import GraphArrays
 
 COLLAPSE_MODES = ("op", "module")
 #: Python frames that are a module's forward (``torch/nn/modules/linear.py(124): forward``).
@@ -34,7 +34,7 @@ def representatives(a: GraphArrays, parent: np.ndarray, collapse: str | None,
                     markers: Iterable[str] = DEFAULT_MODULE_MARKERS) -> np.ndarray:
     """Position each node is drawn as: itself, its top-level op (``op``) or its innermost
     module range, else top-level op (``module``); -1 for python frames outside any op or
-    module when collapsing (they are not drawn). ``parent``: :attr:`GraphArrays.host_parent <opgraph.graph.arrays.GraphArrays.host_parent>`."""
+    module when collapsing (they are not drawn). ``parent``: :attr:`GraphArrays.host_parent <opgraph.model.arrays.GraphArrays.host_parent>`."""
     n = a.n
     rep = np.arange(n, dtype=np.int64)
     if collapse is None or not n:

@@ -21,9 +21,9 @@ from typing import Sequence
 from opgraph.analysis.critical_path.engine import BoundaryDAG
 from opgraph.analysis.critical_path.result import WindowPath
 from opgraph.analysis.critical_path.path import critical_path
-from opgraph.graph.arrays import GraphArrays
+from opgraph.model.arrays import GraphArrays
 from opgraph.graph.windows import Window
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 
 
 @dataclass

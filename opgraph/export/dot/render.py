@@ -17,7 +17,7 @@ from typing import Any
 from opgraph.export.dot.layout import dot_source, to_pydot
 from opgraph.export.dot.select import graph_view
 from opgraph.export.dot.view import GraphView
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 
 
 def dot_program() -> str | None:

@@ -20,9 +20,9 @@ from opgraph.analysis.critical_path.engine import BoundaryDAG, boundary_dag
 from opgraph.export.dot.collapse import representatives
 from opgraph.export.dot.critical import view_path
 from opgraph.export.dot.view import ACTIVITY_KINDS, HOST_KINDS, EmptySelection, GraphView, ViewEdge, ViewNode
-from opgraph.graph.arrays import GraphArrays
+from opgraph.model.arrays import GraphArrays
 from opgraph.graph.windows import select_windows
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 
 DEFAULT_MAX_NODES = 400
 #: Edge kinds drawn from the graph as they are (through the collapse); the order kinds

@@ -46,7 +46,7 @@ from opgraph.export.html.format import html_table as _table
 from opgraph.export.html.format import num_span as _num
 from opgraph.export.html.format import path_key as _k
 from opgraph.export.html.format import short_name as _short
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 
 #: Options of the embedded critical-path picture (``export --svg --critical-only
 #: --collapse op --max-nodes 120 --window <the median step>``).

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 
 
 def categories_section(G: TraceGraph, shared: Any) -> Any:

@@ -23,7 +23,7 @@ from opgraph.export.html.format import html_table as _table
 from opgraph.export.html.format import num_span as _num
 from opgraph.export.html.format import path_key as _k
 from opgraph.export.html.format import short_name as _short
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 
 #: A table of a section (opgraph/catalog/spec.py: path, caption, columns, top).
 TableSpec = Table

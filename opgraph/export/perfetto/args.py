@@ -18,8 +18,8 @@ import pandas as pd
 
 from opgraph.analysis.critical_path.boundary_edges import CATEGORIES
 from opgraph.analysis.idle import IdleResult
-from opgraph.graph.arrays import GraphArrays
-from opgraph.graph.model import TraceGraph
+from opgraph.model.arrays import GraphArrays
+from opgraph.model.trace_graph import TraceGraph
 
 #: Prefix of every arg opgraph adds to an original event.
 ARG_PREFIX = "opgraph."

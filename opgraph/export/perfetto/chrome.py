@@ -19,7 +19,7 @@ import pandas as pd
 from opgraph.exact_json import exact_default
 from opgraph.gc_pause import gc_paused
 from opgraph.outfiles import write_atomic
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 
 _OPTS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
 

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from opgraph.export.perfetto.lanes import object_column
-from opgraph.graph.arrays import GraphArrays
+from opgraph.model.arrays import GraphArrays
 
 #: ``cat`` of the counter events.
 COUNTER_CAT = "opgraph"

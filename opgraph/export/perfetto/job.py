@@ -52,7 +52,7 @@ from opgraph.export.perfetto.counters import (
 )
 from opgraph.export.perfetto.flows import FLOW_MARGIN_NS, SliceIndex, critical_flows
 from opgraph.export.perfetto.lanes import lane_codes, lane_key, metadata_events, object_column
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 
 #: ``cat`` and ``name`` of the collective flows (last arrival -> every other participant).
 COLL_FLOW_CAT = "opgraph.collective"

@@ -14,7 +14,7 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from opgraph.ingest.table import DEVICE_KINDS
+from opgraph.model.table import DEVICE_KINDS
 
 _GPU_LANE_KINDS = DEVICE_KINDS + ("cuda_sync",)
 

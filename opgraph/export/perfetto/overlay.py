@@ -46,7 +46,7 @@ from opgraph.export.perfetto.flows import (
     FLOW_CAT, FLOW_MARGIN_NS, FLOW_NAME, SliceIndex, critical_crossings, critical_flows, next_flow_id,
 )
 from opgraph.export.perfetto.lanes import lane_codes, lane_key, metadata_events, object_column
-from opgraph.graph.model import TraceGraph
+from opgraph.model.trace_graph import TraceGraph
 
 __all__ = [
     "ARG_PREFIX", "COUNTER_CAT", "FLOW_CAT", "FLOW_MARGIN_NS", "FLOW_NAME",

@@ -8,7 +8,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from opgraph.graph.arrays import GraphArrays
+from opgraph.model.arrays import GraphArrays
 from opgraph.export.perfetto.chrome import write_trace
 
 

@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 
 from opgraph.export.tables.documents import json_text, write_csv, write_parquet
-from opgraph.graph.model import TraceGraph
-from opgraph.graph.payload import NODE_KEYS
+from opgraph.model.trace_graph import TraceGraph
+from opgraph.model.payload import NODE_KEYS
 
 #: Node columns in this order first; any other attribute follows.
 NODE_COLUMNS = ("id", "kind", "name", "ts_ns", "dur_ns", "pid", "tid", "device", "stream", "correlation",
@@ -49,7 +49,7 @@ def _column(values: list[Any]) -> pd.Series:
 
 
 def _columns_tables(T: TraceGraph) -> dict[str, pd.DataFrame]:
-    """:func:`graph_tables` of a :class:`~opgraph.graph.model.TraceGraph`, from its columns
+    """:func:`graph_tables` of a :class:`~opgraph.model.trace_graph.TraceGraph`, from its columns
     (the same tables as from its networkx view, without making it)."""
     p = T.payload
     keys = [k for k in NODE_KEYS if k != "args"] + ["args"] + [k for k in p["node_cols"] if k not in NODE_KEYS]

@@ -1,5 +1,5 @@
 """Validation of a loaded column payload (a ``.gpickle`` read as a
-:class:`~opgraph.graph.model.TraceGraph`): the same guarantees :func:`check_graph` gives a
+:class:`~opgraph.model.trace_graph.TraceGraph`): the same guarantees :func:`check_graph` gives a
 ``DiGraph`` (graph attributes, node kinds, integer times that fit int64, ids with event
 rows, edge endpoints and kinds, attribute bounds, acyclic edge kinds), checked on arrays
 before any per-node object exists. Each refusal is one
@@ -13,12 +13,12 @@ from typing import Any
 import numpy as np
 
 from opgraph.errors import OpgraphInputError
-from opgraph.graph.attr_bounds import check_table_bounds
-from opgraph.graph.cycles import has_cycle
-from opgraph.graph.packed_args import ARGS_KEY, JSON_ARGS_KEY, check_json_packed, check_packed
-from opgraph.graph.payload import NODE_KEYS, PICKLE_MAGIC
-from opgraph.graph.validate import CYCLIC_EDGE_KINDS, check_graph_attrs
-from opgraph.ingest.table import ALL_KINDS
+from opgraph.model.attr_bounds import check_table_bounds
+from opgraph.model.cycles import has_cycle
+from opgraph.model.packed_args import ARGS_KEY, JSON_ARGS_KEY, check_json_packed, check_packed
+from opgraph.model.payload import NODE_KEYS, PICKLE_MAGIC
+from opgraph.model.validate import CYCLIC_EDGE_KINDS, check_graph_attrs
+from opgraph.model.table import ALL_KINDS
 
 #: Node columns stored as int64 arrays (ns for ``ts``/``dur``).
 INT_NODE_COLS = ("ts", "dur", "device", "stream", "correlation", "external_id")
@@ -50,7 +50,7 @@ def _coded(x: Any, n: int, what: str, path: str) -> tuple[np.ndarray, np.ndarray
 def check_columns(payload: Any, path: str, file_size: int) -> None:
     """Refuse a column payload opgraph cannot analyse, with one line naming ``path``.
 
-    Same rules as :func:`opgraph.graph.validate.check_graph`;
+    Same rules as :func:`opgraph.model.validate.check_graph`;
     scans are whole-array (numpy), the culprit is named from the first bad position."""
     if type(payload) is not dict or payload.get("magic") != PICKLE_MAGIC:
         raise OpgraphInputError(path, "corrupt graph columns: not an opgraph column payload")

@@ -4,7 +4,7 @@ saves (docs/model.md), with ``networkx`` as a view made on request.
 The builder (:func:`opgraph.graph.build.build_graph`) and every loader
 (:func:`opgraph.graph.io.load_any`) return a :class:`TraceGraph`, and every analysis takes
 one. A ``.gpickle`` written by opgraph holds exactly these columns (the column payload of
-:mod:`opgraph.graph.payload`); loading it makes no Python dict per node or edge.
+:mod:`opgraph.model.payload`); loading it makes no Python dict per node or edge.
 :meth:`TraceGraph.to_networkx` makes the ``DiGraph`` (once, cached) for users and for the
 code that walks nodes and edges one by one; :meth:`TraceGraph.of` takes an opgraph-built
 ``DiGraph`` back into columns.
@@ -19,9 +19,9 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
-from opgraph.graph.arrays import GraphArrays, key_positions
-from opgraph.graph.packed_args import LazyGraphAttrs, releasing, unpacker
-from opgraph.graph.payload import PICKLE_MAGIC, completed_payload, graph_to_payload, payload_to_digraph
+from opgraph.model.arrays import GraphArrays, key_positions
+from opgraph.model.packed_args import LazyGraphAttrs, releasing, unpacker
+from opgraph.model.payload import PICKLE_MAGIC, completed_payload, graph_to_payload, payload_to_digraph
 
 
 def _networkx_reader(name: str) -> property:
@@ -41,9 +41,9 @@ class TraceGraph:
         event table, args included), ``source``, ``trace_metadata``, ``span_ns`` (ns), ...
         Loaded from a ``.gpickle``, or built from a Kineto trace whose args the typed pass
         kept as raw JSON text, the table's ``args`` stay packed until ``events`` is first
-        read (:class:`~opgraph.graph.packed_args.LazyGraphAttrs`).
+        read (:class:`~opgraph.model.packed_args.LazyGraphAttrs`).
     payload : dict
-        The column payload (:mod:`opgraph.graph.payload`): node ids, node columns
+        The column payload (:mod:`opgraph.model.payload`): node ids, node columns
         (``ts``/``dur`` int64 ns; ``kind``/``name``/``pid``/``tid`` as (distinct values,
         int32 codes)), edge ``src``/``dst`` node ids with their kinds as (distinct kinds,
         codes), and the attributes of the edges that carry more than a kind.
@@ -57,7 +57,7 @@ class TraceGraph:
 
     def __init__(self, payload: dict[str, Any], args_source: tuple[str, int] | None = None):
         """``args_source``: (file, size in bytes) of the saved graph a packed args column
-        came from (:mod:`opgraph.graph.packed_args`), named if unpacking it fails."""
+        came from (:mod:`opgraph.model.packed_args`), named if unpacking it fails."""
         if not isinstance(payload, dict) or payload.get("magic") != PICKLE_MAGIC:
             raise ValueError("not an opgraph column payload")
         if not isinstance(payload["graph"], LazyGraphAttrs):
@@ -75,7 +75,7 @@ class TraceGraph:
     def from_networkx(cls, G: nx.DiGraph) -> "TraceGraph":
         """The columns of a ``DiGraph``: one opgraph built (which stays the networkx view), or
         one made by hand with docs/model.md's node attributes (``kind``, ``ts``, ``dur``
-        required; :func:`~opgraph.graph.payload.completed_payload`). ``ValueError`` for any
+        required; :func:`~opgraph.model.payload.completed_payload`). ``ValueError`` for any
         other graph."""
         payload = graph_to_payload(G)
         if payload is None:
@@ -205,7 +205,7 @@ class TraceGraph:
 
     @cached_property
     def arrays(self) -> GraphArrays:
-        """The analyses' columns (:class:`~opgraph.graph.arrays.GraphArrays`), made from the
+        """The analyses' columns (:class:`~opgraph.model.arrays.GraphArrays`), made from the
         columns directly (no per-node dict is made)."""
         p = self.payload
         cols = p["node_cols"]
@@ -239,12 +239,6 @@ class TraceGraph:
         kinds = np.concatenate([np.full(len(p), k, dtype=object) for p, k in parts])
         order = np.argsort(keys, kind="stable")
         return keys[order], kinds[order].tolist()
-
-    def window_columns(self) -> Any:
-        """The columns window selection reads (:class:`~opgraph.graph.windows.WindowColumns`)."""
-        from opgraph.graph.windows import WindowColumns
-
-        return WindowColumns.from_arrays(self.arrays)
 
     def node_frame(self) -> pd.DataFrame:
         """One row per node: ``eid`` and the node columns (times in ns)."""

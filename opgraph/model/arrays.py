@@ -14,8 +14,8 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from opgraph.ingest.lanes import lanes
-from opgraph.ingest.table import DEVICE_ACTIVITY_KINDS, HOST_KINDS
+from opgraph.model.lanes import lanes
+from opgraph.model.table import DEVICE_ACTIVITY_KINDS, HOST_KINDS
 
 
 @dataclass

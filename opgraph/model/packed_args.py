@@ -7,7 +7,7 @@ never read them. So a ``.gpickle`` holds the column apart from an event table wi
 in one of two forms:
 
 * :data:`JSON_ARGS_KEY`: the raw JSON text of every event's args, as the trace wrote it
-  (one buffer with offsets, :class:`~opgraph.ingest.event_args.RawArgs`): what a build from
+  (one buffer with offsets, :class:`~opgraph.model.event_args.RawArgs`): what a build from
   a Kineto trace read by the typed pass keeps from decode to the saved file
   (:func:`attach_raw_args`), never decoding the column unless a step reads it;
 * :data:`ARGS_KEY`: the column as one pickled buffer (:func:`pack_args`), for every other
@@ -33,15 +33,15 @@ import pandas as pd
 
 from opgraph.errors import OpgraphInputError
 from opgraph.gc_pause import gc_paused
-from opgraph.graph.attr_bounds import MAX_ATTR_DEPTH, BoundsBudget
-from opgraph.graph.unpickler import SafeUnpickler, allocation_cap
-from opgraph.ingest.depth_limit import raw_max_depth
-from opgraph.ingest.event_args import RawArgs, with_args
+from opgraph.model.attr_bounds import MAX_ATTR_DEPTH, BoundsBudget
+from opgraph.model.unpickler import SafeUnpickler, allocation_cap
+from opgraph.model.json_depth import raw_max_depth
+from opgraph.model.event_args import RawArgs, with_args
 
 #: The payload key of the pickled column: ``(column position, pickled object array)``.
 ARGS_KEY = "events_args"
 #: The payload key of the column as raw JSON text: ``(column position, text, offsets)``,
-#: the ``buf`` and ``offsets`` of :class:`~opgraph.ingest.event_args.RawArgs` (bytes; int64,
+#: the ``buf`` and ``offsets`` of :class:`~opgraph.model.event_args.RawArgs` (bytes; int64,
 #: one more than the events).
 JSON_ARGS_KEY = "events_args_json"
 #: Both packed forms.

@@ -1,5 +1,5 @@
 """Walks over a nesting forest given as a ``parent`` array (positions, -1 at roots; a
-graph's is :attr:`GraphArrays.parent <opgraph.graph.arrays.GraphArrays.parent>`, stored
+graph's is :attr:`GraphArrays.parent <opgraph.model.arrays.GraphArrays.parent>`, stored
 once): climbing to the first marked ancestor, marking ancestors, depths, and the events
 that lie inside a range of interest. Vectorised one tree level at a time (depths: by
 pointer jumping). Positions only, no units (docs/model.md, "Nesting")."""
@@ -8,9 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from opgraph.graph.arrays import GraphArrays
-from opgraph.graph.threads import BLOCKING_WAIT_RE
-from opgraph.names import DATALOADER_RE, annotation_like
 
 #: Nesting deeper than this is not climbed (no real trace nests past a few hundred levels).
 MAX_DEPTH = 4096
@@ -74,19 +71,4 @@ def within(parent: np.ndarray, mark: np.ndarray) -> np.ndarray:
     return out
 
 
-def data_loading_owners(a: GraphArrays, parent: np.ndarray | None = None) -> np.ndarray:
-    """Per node: a host event whose own time is a data-loading wait: a DataLoader's
-    ``__next__`` range (:data:`~opgraph.names.DATALOADER_RE`) and, inside one, the
-    annotations, Python frames and blocking waits (the worker queue's ``get``). Ops and
-    runtime calls inside it stay CPU work (a single-process loader's collate)."""
-    host = a.is_host
-    dl = host & a.names_match(DATALOADER_RE)
-    if not dl.any():
-        return dl
-    par = a.host_parent if parent is None else parent
-    inside = within(par, dl)
-    waiting = annotation_like(a.kind, a.name) | (a.kind == "python") | a.names_match(BLOCKING_WAIT_RE)
-    return host & inside & (dl | waiting)
-
-
-__all__ = ["MAX_DEPTH", "climb_to_first", "mark_ancestors", "tree_depths", "within", "data_loading_owners"]
+__all__ = ["MAX_DEPTH", "climb_to_first", "mark_ancestors", "tree_depths", "within"]

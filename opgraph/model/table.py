@@ -13,7 +13,7 @@ import pandas as pd
 
 from opgraph.errors import OpgraphInputError
 from opgraph.gc_pause import gc_paused
-from opgraph.ingest.event_args import ArgsColumn, DictArgs, RawArgs, with_args
+from opgraph.model.event_args import ArgsColumn, DictArgs, RawArgs, with_args
 
 #: Event kinds that become graph nodes.
 HOST_KINDS = ("annotation", "cpu_op", "python", "runtime")
@@ -56,7 +56,7 @@ class EventTable:
     ``distributed_info`` and the other top-level keys of the trace, untouched.
 
     The typed Kineto pass keeps the ``args`` column as raw JSON text
-    (:class:`~opgraph.ingest.event_args.RawArgs`, ``raw_args``; ``args_at``: the column's
+    (:class:`~opgraph.model.event_args.RawArgs`, ``raw_args``; ``args_at``: the column's
     position): :attr:`frame` is then the table without it, and :meth:`event_args` reads the
     args of some rows. Reading :attr:`events` decodes the whole column once (orjson, the
     values of the general path) and puts it in its place.

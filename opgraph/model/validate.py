@@ -1,7 +1,7 @@
 """Validation of a loaded graph (``.gpickle`` or node-link JSON): :func:`check_structure`
 (the ``DiGraph`` instance data has the shapes networkx builds) and :func:`check_graph`
 (what the analyses need: graph attributes, the event table's columns, every node's
-``kind`` and integer ``ts``/``dur`` in ns, attribute bounds (:mod:`opgraph.graph.attr_bounds`),
+``kind`` and integer ``ts``/``dur`` in ns, attribute bounds (:mod:`opgraph.model.attr_bounds`),
 edge kinds, and no cycle among the kinds that must be acyclic). Each refusal is one
 :class:`~opgraph.errors.OpgraphInputError` line naming the file.
 """
@@ -16,10 +16,10 @@ import numpy as np
 import pandas as pd
 
 from opgraph.errors import OpgraphInputError
-from opgraph.graph.attr_bounds import check_bounds
-from opgraph.graph.cycles import has_cycle
-from opgraph.graph.node_link import EVENT_INT_COLS
-from opgraph.ingest.table import ALL_KINDS
+from opgraph.model.attr_bounds import check_bounds
+from opgraph.model.cycles import has_cycle
+from opgraph.model.node_link import EVENT_INT_COLS
+from opgraph.model.table import ALL_KINDS
 
 #: Edge kinds that must form a DAG (docs/model.md): every kind but ``collective``, which
 #: links matched kernels of different ranks in both directions.
@@ -107,7 +107,7 @@ def check_graph(G: nx.DiGraph, path: str, file_size: int) -> None:
 def check_graph_attrs(gr: dict, path: str, args_packed: bool = False) -> None:
     """The graph attributes the analyses need (``events``, ``source``, ``schema_version``,
     the typed optional ones, a job's tables), or one line naming ``path``. ``args_packed``:
-    the event table's ``args`` column is saved apart (:mod:`opgraph.graph.packed_args`)."""
+    the event table's ``args`` column is saved apart (:mod:`opgraph.model.packed_args`)."""
     missing = [k for k in ("events", "source", "schema_version") if k not in gr]
     if missing:
         raise OpgraphInputError(path, "not an opgraph graph: graph attribute(s) " + ", ".join(map(repr, missing))

@@ -12,7 +12,7 @@ from typing import Any, Callable
 import networkx as nx
 import numpy as np
 
-from opgraph.graph.edge_kinds import EDGE_KINDS
+from opgraph.model.edge_kinds import EDGE_KINDS
 
 
 #: Edge kinds that follow from the order of events on one lane (never dropped to break a cycle).

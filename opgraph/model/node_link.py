@@ -17,7 +17,7 @@ import orjson
 import pandas as pd
 
 from opgraph.exact_json import ExactNumber, exact_default
-from opgraph.ingest.table import ALL_KINDS
+from opgraph.model.table import ALL_KINDS
 from opgraph.outfiles import write_atomic
 
 #: Integer columns of the event table (restored as int64 when read).
