@@ -136,12 +136,12 @@ def job_summary(inputs: list[str], *, workers: int | None = None, scheduler: str
     """``opgraph summary DIR``: the per-rank summary computed rank by rank in the pool or
     on the cluster (schemas/multirank-summary.schema.json)."""
     from opgraph.multirank.job import collect
-    from opgraph.multirank.report import summary_doc
+    from opgraph.multirank.report import job_summary_doc
     from opgraph.multirank.worker import rank_result
 
     results, skipped, _ = collect(inputs, keep="none", workers=workers, scheduler=scheduler,
                                   progress=progress, fn=rank_result)
-    return summary_doc(results, skipped)
+    return job_summary_doc(results, skipped)
 
 
 def job_stragglers(inputs: list[str], *, workers: int | None = None, scheduler: str | None = None,

@@ -46,7 +46,7 @@ from opgraph.analysis.critical_path.result import PathSegment, SegmentTable, Win
 from opgraph.analysis.critical_path.path import segment_table
 from opgraph.analysis.display import TableResult
 from opgraph.time_categories import CROSS_RANK_CATEGORIES
-from opgraph.analysis.stragglers import job_info, kernel_waits
+from opgraph.analysis.stragglers import job_of, kernel_waits
 
 #: Categories of the cross-rank path: the single-rank ones plus ``gpu_comm_wait``.
 CROSS_CATEGORIES: tuple[str, ...] = tuple(CROSS_RANK_CATEGORIES)
@@ -230,7 +230,7 @@ def crossrank_critical_path(G: TraceGraph, ranks: Sequence[int] | None = None) -
         ``G`` is not a job graph, or ``ranks`` names a rank the job does not have, or none
         of the requested ranks is kept in full.
     """
-    job = job_info(G)
+    job = job_of(G)
     info = {int(r["rank"]): r for r in job.get("ranks", [])}
     all_ranks = sorted(info)
     full, summarised, notes = select_ranks(ranks, all_ranks, [r for r in all_ranks if info[r].get("full", True)])

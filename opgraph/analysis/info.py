@@ -133,5 +133,5 @@ def _job_section(G: TraceGraph) -> dict[str, Any]:
     job = G.graph.get("job")
     if not isinstance(job, dict):
         return {}
-    from opgraph.multirank.report import job_info
-    return {"job": job_info(job)}
+    from opgraph.multirank.report import job_info_doc
+    return {"job": job_info_doc(job)}

@@ -1,6 +1,6 @@
 """Multi-rank versions of the table analyses (docs/multirank.md, "Per-rank tables").
 
-* :func:`per_rank` runs a single-rank analysis on every rank kept in full and stacks its
+* :func:`each_kept_rank` runs a single-rank analysis on every rank kept in full and stacks its
   tables with a leading ``rank`` column (exposed communication per rank, copies per
   rank, ...).
 * :func:`job_collectives` (:func:`job_collectives_from_traces` from the rank traces,
@@ -58,7 +58,7 @@ def full_ranks(G: TraceGraph) -> list[int]:
 RankGraph = Callable[[TraceGraph, int], TraceGraph]
 
 
-def per_rank(G: TraceGraph, analysis: Callable[[TraceGraph], TableResult], rank_graph: RankGraph
+def each_kept_rank(G: TraceGraph, analysis: Callable[[TraceGraph], TableResult], rank_graph: RankGraph
              ) -> tuple[dict[str, pd.DataFrame], dict[int, TableResult]]:
     """``analysis`` on each rank kept in full (``rank_graph`` gives a rank's graph): its
     tables stacked with a leading ``rank`` column (the rank's own clock, as ``--rank N``

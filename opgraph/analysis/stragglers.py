@@ -123,7 +123,7 @@ def per_step(colls: pd.DataFrame, waits: pd.DataFrame) -> pd.DataFrame:
     return out[cols]
 
 
-def per_rank(colls: pd.DataFrame, waits: pd.DataFrame, ranks: list[int]) -> pd.DataFrame:
+def by_rank_table(colls: pd.DataFrame, waits: pd.DataFrame, ranks: list[int]) -> pd.DataFrame:
     """One row per rank: ``rank, collectives`` (matched ones it joined), ``times_last``,
     ``share`` (times_last / collectives), ``lateness`` (summed when last, ns),
     ``wait_caused`` (others' waits blamed on it, ns), ``comm_wait`` (its own waits, ns),
@@ -217,7 +217,7 @@ class StragglerReport(TableResult):
                 "histograms": self.histograms()}
 
 
-def job_info(G: Any) -> dict[str, Any]:
+def job_of(G: Any) -> dict[str, Any]:
     """``G.graph["job"]``, or ValueError when ``G`` is not a multi-rank job graph."""
     job = G.graph.get("job") if hasattr(G, "graph") else None
     if not isinstance(job, dict) or "collectives" not in job:
@@ -230,14 +230,14 @@ def stragglers(G: Any) -> StragglerReport:
     """Straggler report of a job graph (``opgraph build DIR``); see the module doc.
 
     Raises ValueError when ``G`` is not a job graph."""
-    job = job_info(G)
+    job = job_of(G)
     coll: pd.DataFrame = job["collectives"]
     ranks = [int(r["rank"]) for r in job.get("ranks", [])] or sorted(int(r) for r in coll["rank"].unique())
     full = {int(r["rank"]): bool(r.get("full", True)) for r in job.get("ranks", [])}
     waits = kernel_waits(coll)
     colls = per_collective(coll, waits)
     steps = per_step(colls, waits)
-    by_rank = per_rank(colls, waits, ranks)
+    by_rank = by_rank_table(colls, waits, ranks)
     match = {str(k): int(v) for k, v in coll.loc[coll["coll_id"] >= 0].groupby("match")["coll_id"].nunique().items()} \
         if "match" in coll.columns else {}
     unmatched = int((coll["coll_id"] < 0).sum())
@@ -266,7 +266,7 @@ def rank_comm_waits(G: Any, rank: int | None = None, sha256: str | None = None) 
 
     Raises ValueError when ``G`` is not a job graph or the rank is not in it (in full).
     """
-    job = job_info(G)
+    job = job_of(G)
     rows = job.get("ranks", [])
     if rank is None and sha256 is None:
         raise ValueError("rank_comm_waits needs a rank or a sha256")

@@ -38,7 +38,7 @@ def overlap_cmd(input: str, window: str | None, as_json: bool, csv_dir: TableFil
         return
     G = load_input(input, whole_job=True, rank=rank)
     if isinstance(G.graph.get("job"), dict):  # a job graph without --rank: every rank kept in full
-        from opgraph.analysis.job_tables import per_rank
+        from opgraph.analysis.job_tables import each_kept_rank
         from opgraph.multirank import rank_subgraph
 
         from opgraph.graph.linking import COMM_KERNEL_PATTERN
@@ -47,7 +47,7 @@ def overlap_cmd(input: str, window: str | None, as_json: bool, csv_dir: TableFil
             check_window(H, input, window)
             return comm_overlap(H, window)
         with window_errors(input, "--window"):
-            tables, results = per_rank(G, one_rank, rank_subgraph)
+            tables, results = each_kept_rank(G, one_rank, rank_subgraph)
         one = next(iter(results.values()), None)
 
         def doc() -> dict:

@@ -29,7 +29,7 @@ def collectives_doc(coll: pd.DataFrame) -> dict[str, Any]:
             "match": sorted(set(coll["match"].astype(str))) if len(coll) else [], "by_collective": by}
 
 
-def job_info(job: dict[str, Any]) -> dict[str, Any]:
+def job_info_doc(job: dict[str, Any]) -> dict[str, Any]:
     """The ``job`` section of ``opgraph info`` for a job graph."""
     al = job["alignment"]
     ranks = []
@@ -46,7 +46,7 @@ def job_info(job: dict[str, Any]) -> dict[str, Any]:
             "keep": job.get("keep", ""), "warnings": list(job.get("warnings", []))}
 
 
-def summary_doc(results: list[RankResult], skipped: list[str]) -> dict[str, Any]:
+def job_summary_doc(results: list[RankResult], skipped: list[str]) -> dict[str, Any]:
     """``opgraph summary DIR --json``: one row per rank plus the job's alignment and
     collective matching (schemas/multirank-summary.schema.json)."""
     from opgraph.multirank.identity import check_ranks

@@ -1,5 +1,5 @@
 """The terminal table of ``opgraph summary DIR``: one row per rank
-(:func:`opgraph.multirank.report.summary_doc`)."""
+(:func:`opgraph.multirank.report.job_summary_doc`)."""
 
 from __future__ import annotations
 
