@@ -162,7 +162,7 @@ def _no_wait_is_cpu(G) -> None:
     a DataLoader's own time is ``data_loading``; and the path's invariants hold."""
     from opgraph.analysis.critical_path.stop_tail import silent_from
     from opgraph.graph.syncs import SYNC_LAUNCH_MIN_NS
-    from opgraph.model.tree import data_loading_owners
+    from opgraph.graph.data_loading import data_loading_owners
     from opgraph.names import annotation_like
 
     a, res = _cp(G)

@@ -113,22 +113,22 @@ class GraphArrays:
         """Per node position: the position of its ``nest`` parent (-1: a root). Nesting is a
         forest (a node has at most one parent: tests/test_real_traces.py), computed once per
         view and read-only (docs/model.md, "Nesting")."""
-        parent = np.full(self.n, -1, dtype=np.int64)
-        s, d = self.out_edges("nest")
-        parent[d] = s
-        parent.flags.writeable = False
-        return parent
+        return self._source_by_target("nest")
 
     @cached_property
     def launcher(self) -> np.ndarray:
         """Per node position: the position of the runtime call that launched it (-1: none).
         A device activity has at most one launch (its correlation id links it to one call:
         docs/model.md, "launch"); computed once per view and read-only."""
-        launcher = np.full(self.n, -1, dtype=np.int64)
-        s, d = self.out_edges("launch")
-        launcher[d] = s
-        launcher.flags.writeable = False
-        return launcher
+        return self._source_by_target("launch")
+
+    def _source_by_target(self, kind: str) -> np.ndarray:
+        """Per node position: the source of its incoming ``kind`` edge (-1: none), read-only
+        (for kinds a node has at most one of)."""
+        out = np.full(self.n, -1, dtype=np.int64)
+        s, d = self.out_edges(kind)
+        out[d] = s
+        return _frozen(out)
 
     @cached_property
     def host_parent(self) -> np.ndarray:
