@@ -7,8 +7,9 @@ The public API (``import opgraph``; docs/api.md):
 >>> opgraph.critical_path(G).to_frame("breakdown")["bound"].iloc[0]
 'gpu_compute'
 
-Layers (one direction of flow): ``ingest`` (readers -> canonical event table),
-``graph`` (table -> typed DAG, a ``TraceGraph`` in columns; save/load), ``analysis`` (graph ->
+Layers (one direction of flow): ``model`` (the event table, ``TraceGraph`` in columns and
+its derived structure), ``ingest`` (readers -> the model's event table), ``graph`` (table ->
+typed DAG, a ``TraceGraph``; save/load), ``analysis`` (graph ->
 dataclasses/DataFrames), ``export`` (graph + results -> Perfetto/DOT/HTML/JSON),
 ``commands``/``cli`` (thin click commands) and ``api`` (these functions). The names below
 are loaded on first use, so ``import opgraph`` stays cheap.
