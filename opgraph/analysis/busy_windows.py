@@ -30,7 +30,7 @@ import pandas as pd
 from opgraph.analysis.display import TableResult, json_records
 from opgraph.analysis.graph_frame import GraphFrame, frame_of
 from opgraph.analysis.multistream import device_stats
-from opgraph.analysis.window import analysis_window
+from opgraph.analysis.window import AnalysisWindow, analysis_window
 from opgraph.model.trace_graph import TraceGraph
 from opgraph.intervals import union_intervals
 
@@ -90,7 +90,14 @@ def busy_windows(G: TraceGraph | GraphFrame, step_regex: str | None = None,
     """
     f = frame_of(G)
     w = analysis_window(f, step_regex, data_markers)
-    in_steps = {int(r.device): int(r.busy_ns) for r in device_stats(f, w).itertuples(index=False)}
+    return windows_in(f, w, device_stats(f, w))
+
+
+def windows_in(f: GraphFrame, w: AnalysisWindow, in_window: pd.DataFrame) -> BusyWindows:
+    """:func:`busy_windows` given the steps' window ``w`` of ``f`` and the busy time per
+    device inside it (``in_window``: :func:`~opgraph.analysis.multistream.device_stats` of
+    ``f`` and ``w``), for a caller that has both (``opgraph summary``)."""
+    in_steps = {int(r.device): int(r.busy_ns) for r in in_window.itertuples(index=False)}
     act = np.flatnonzero(f.is_activity)
     rows = []
     for d in sorted(np.unique(f.device[act]).tolist()):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from opgraph.analysis.busy_windows import busy_windows
+from opgraph.analysis.busy_windows import windows_in
 from opgraph.analysis.graph_frame import GraphFrame, frame_of
 from opgraph.analysis.multistream import device_stats, qps, stream_stats
 from opgraph.analysis.window import analysis_window
@@ -62,7 +62,7 @@ def summary_doc(G: TraceGraph | GraphFrame, batch_size: int | None = None, step_
     return {
         "source": {"file": src.get("file"), "sha256": src.get("sha256")},
         "window": w.to_dict(),
-        "windows": busy_windows(f, step_regex, data_markers).to_dict(),
+        "windows": windows_in(f, w, ds).to_dict(),
         "steps": n_steps,
         "step_time_us": rt_us / n_steps if n_steps else None,
         "batch_size": batch_size,
