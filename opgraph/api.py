@@ -779,9 +779,12 @@ def catalog_function(entry: Analysis) -> Callable[..., Any]:
     import inspect
 
     opts = entry.options_for("analysis")
+    hint = {"int": "int", "float": "float", "regex": "str | None", "str": "str | None", "flag": "bool"}
     sig = inspect.Signature(
-        [inspect.Parameter("G", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-        + [inspect.Parameter(o.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=o.default) for o in opts])
+        [inspect.Parameter("G", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation="TraceGraph | PathLike")]
+        + [inspect.Parameter(o.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=o.default,
+                             annotation=hint[o.kind]) for o in opts],
+        return_annotation="TableResult")
 
     def analysis(*args: Any, **kwargs: Any) -> Any:
         bound = sig.bind(*args, **kwargs)
