@@ -17,11 +17,13 @@ by one, with the kernel time attributed to each (Σ kernel durations).
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
+from opgraph.analysis.display import TableResult
 from opgraph.model.trace_graph import TraceGraph
 from opgraph.ingest.steps import NVTX_ITERATION_PATTERN, STEP_PATTERN
 
@@ -138,3 +140,24 @@ def nvtx_summary(G: TraceGraph, step_regex: str | None = None) -> dict[str, Any]
                         "kernel_us": int(r["kernel_ns"]) / 1e3})
     return {"source": G.graph.get("source", {}), "ranges": rows, "instances": int(len(inst)),
             "step_regex": pattern, "iterations": its}
+
+
+@dataclass(repr=False)
+class NvtxSummary(TableResult):
+    """:func:`nvtx_summary`'s document with its tables: ``nvtx_ranges`` (per range name)
+    and ``nvtx_iterations`` (per step range), in µs; :meth:`to_dict` is ``opgraph nvtx
+    --json`` (schemas/nvtx.schema.json)."""
+
+    doc: dict[str, Any]
+    main_table: ClassVar[str] = "nvtx_ranges"
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        return {"nvtx_ranges": pd.DataFrame(self.doc["ranges"]), "nvtx_iterations": pd.DataFrame(self.doc["iterations"])}
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.doc
+
+
+def nvtx_report(G: TraceGraph, step_regex: str | None = None) -> NvtxSummary:
+    """:func:`nvtx_summary` as a result with tables (the API's ``opgraph.nvtx``)."""
+    return NvtxSummary(nvtx_summary(G, step_regex))

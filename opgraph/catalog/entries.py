@@ -245,12 +245,17 @@ ANALYSES: tuple[Analysis, ...] = (
                  ("removable_us", "could remove µs", "n"), ("whatif", "what-if", "s"),
                  ("whatif_gain_us", "what-if gain µs", "n"),
                  ("finding", "finding", "s"), ("try", "try", "s"), ("see", "see", "s"))),)),
-    Analysis("", "nvtx", "opgraph.analysis.nvtx:nvtx_summary",
-             "Per NVTX range name: count, CPU time and GPU projection.",
-             "nvtx.schema.json", "docs/formats.md", command_impl="opgraph.commands.nvtx:nvtx_cmd"),
-    Analysis("", "enqueue-stats", "opgraph.analysis.enqueue_stats:enqueue_report",
+    Analysis("nvtx", "nvtx", "opgraph.analysis.nvtx:nvtx_report",
+             "Per NVTX range name: count, CPU time and GPU projection (the launching call inside the range "
+             "on the same thread), and the step ranges.",
+             "nvtx.schema.json", "docs/formats.md", command_impl="opgraph.commands.nvtx:nvtx_cmd",
+             options=(Option("step_regex", None, "Ranges listed as iterations (default: the steps).", "regex"),),
+             example=">>> opgraph.nvtx(opgraph.example_trace('gpu_bound')).to_frame('nvtx_iterations').shape[0]\n3"),
+    Analysis("enqueue_stats", "enqueue-stats", "opgraph.analysis.enqueue_stats:enqueue_report",
              "OpenCL (dv/dt) per-kernel enqueue stages: queued→submit, submit→start, execution and host overhead.",
-             "enqueue-stats.schema.json", "docs/formats.md", command_impl="opgraph.commands.nvtx:enqueue_stats_cmd"),
+             "enqueue-stats.schema.json", "docs/formats.md", command_impl="opgraph.commands.nvtx:enqueue_stats_cmd",
+             example=">>> opgraph.enqueue_stats(opgraph.example_trace('gpu_bound')).to_frame().shape[0]  # no OpenCL "
+                     "enqueues in a Kineto trace\n0"),
     Analysis("report", "report", "opgraph.analysis.roofline.run:roofline",
              "Roofline table: count, time, FLOPs, bytes, achieved TFLOP/s and GB/s, % of peak and the bound per "
              "kernel or op; with --html the one-file HTML report.",
