@@ -94,20 +94,18 @@ def load_command(name: str) -> click.Command | None:
     """The command ``name`` of the catalog (opgraph/catalog/entries.py), imported on first
     use: an analysis's own command when it has one, else the one made from its entry; a
     tool's command. None for a name that is no command."""
-    from opgraph.catalog.entries import ANALYSES, TOOLS
+    from opgraph.catalog.entries import TOOLS, by_command
     from opgraph.catalog.spec import resolve
 
-    for a in ANALYSES:
-        if a.command == name:
-            if a.command_impl:
-                return resolve(a.command_impl)
-            from opgraph.commands.catalog_command import analysis_command
+    try:
+        a = by_command(name)
+    except KeyError:
+        return next((resolve(t.command_impl) for t in TOOLS if t.command == name), None)
+    if a.command_impl:
+        return resolve(a.command_impl)
+    from opgraph.commands.catalog_command import analysis_command
 
-            return analysis_command(a)
-    for t in TOOLS:
-        if t.command == name:
-            return resolve(t.command_impl)
-    return None
+    return analysis_command(a)
 
 
 def commands() -> tuple[click.Command, ...]:

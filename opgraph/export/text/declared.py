@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from opgraph.catalog.spec import Analysis, Table
+from opgraph.export.html.format import get_path
 from opgraph.export.text.console import cell, print_table
 from opgraph.export.text.numbers import is_missing
 
@@ -27,15 +28,12 @@ def _text(v: Any, fmt: str) -> str:
 
 
 def _rows_at(doc: Any, path: str) -> Any:
-    cur = doc
-    for part in path.split("/"):
-        if isinstance(cur, list):
-            cur = cur[int(part)] if part.isdigit() and int(part) < len(cur) else None
-        elif isinstance(cur, dict):
-            cur = cur.get(part)
-        else:
-            return None
-    return cur
+    """The value at ``path`` in ``doc`` (:func:`~opgraph.export.html.format.get_path`), None
+    when the document has no such part (e.g. a family with no call)."""
+    try:
+        return get_path(doc, path)
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
 
 
 def _table(doc: dict[str, Any], spec: Table, console: Console, empty: str) -> None:
