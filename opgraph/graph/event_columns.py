@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from opgraph.model.lanes import lanes
+from opgraph.model.lanes import lanes_of_codes
 from opgraph.model.table import NODE_KINDS
 
 
@@ -38,9 +38,9 @@ class EventColumns:
         ts = ev["ts_ns"].to_numpy()
         dur = ev["dur_ns"].to_numpy()
         has_ts = ev["has_ts"].to_numpy() if "has_ts" in ev else np.ones(len(ev), dtype=bool)
-        pid = ev["pid"].to_numpy(dtype=object)
-        pid_codes, _ = pd.factorize(pid)
-        lane = lanes(pid, ev["tid"].to_numpy(dtype=object))
+        pid_codes, _ = pd.factorize(ev["pid"].to_numpy(dtype=object))
+        tid_codes, tid_u = pd.factorize(ev["tid"].to_numpy(dtype=object))
+        lane = lanes_of_codes(pid_codes, tid_codes, len(tid_u))
         return cls(kind, ts, dur, ts + np.maximum(dur, 0), ev["eid"].to_numpy(), ev["correlation"].to_numpy(),
                    has_ts, pid_codes, lane, np.isin(kind, NODE_KINDS) & has_ts & (dur >= 0))
 

@@ -23,7 +23,7 @@ from opgraph.model.event_args import DictArgs, RawArgs
 from opgraph.ingest.kineto_decode import FieldColumns, columns_of_dicts
 from opgraph.ingest.kineto_kinds import KNOWN_NON_NODE_CATS, kind_categories, mtia_kinds, pair_kinds
 from opgraph.ingest.kineto_times import check_us_range, exact_ts_ns
-from opgraph.model.lanes import lanes
+from opgraph.model.lanes import lanes_of_codes
 from opgraph.ingest.source import SourceBytes
 from opgraph.ingest.steps import STEP_RE
 from opgraph.model.table import NONE_ID, EventTable
@@ -154,7 +154,7 @@ def events_to_table(src: SourceBytes, events: list | FieldColumns) -> EventTable
             device[i] = pv
     be_unmatched = None
     if has_be:
-        lane = lanes(pid_codes_n, tid_codes_n)
+        lane = lanes_of_codes(pid_codes_n, tid_codes_n, len(tid_u))
         be_unmatched = _pair_begin_end(path, ts_ns, dur_ns, is_b & has_ts, is_e & has_ts, lane)
 
     # Keys beyond the canonical ones are in ``extra`` (for lossless re-export).

@@ -20,12 +20,21 @@ def lanes(pid: Any, tid: Any, device: np.ndarray | None = None, stream: np.ndarr
     ``is_device``, the rows it marks are on the lane of their (``device``, ``stream``)
     instead, never shared with a host thread. With ``rank`` holding more than one rank,
     the same thread or stream of two ranks is two lanes."""
-    n = len(pid)
-    if not n:
+    if not len(pid):
         return np.empty(0, np.int64)
     pc, _ = pd.factorize(pid)
     tc, tu = pd.factorize(tid)
-    raw = pc.astype(np.int64) * (len(tu) + 2) + tc + 1   # -1 codes (no value) stay apart
+    return lanes_of_codes(pc, tc, len(tu), device, stream, is_device, rank)
+
+
+def lanes_of_codes(pid_codes: np.ndarray, tid_codes: np.ndarray, n_tids: int, device: np.ndarray | None = None,
+                   stream: np.ndarray | None = None, is_device: np.ndarray | None = None,
+                   rank: np.ndarray | None = None) -> np.ndarray:
+    """:func:`lanes` of ``pid``/``tid`` already factorized (codes, -1 for no value; ``n_tids``
+    distinct tids), for a caller that holds the codes."""
+    if not len(pid_codes):
+        return np.empty(0, np.int64)
+    raw = np.asarray(pid_codes, np.int64) * (n_tids + 2) + np.asarray(tid_codes, np.int64) + 1  # -1 codes stay apart
     if is_device is not None and device is not None and stream is not None:
         raw = np.where(is_device, -((device + 2) * (1 << 32) + (stream + 2)), raw)
     lane, _ = pd.factorize(raw)
