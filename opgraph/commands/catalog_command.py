@@ -13,6 +13,7 @@ import click
 from opgraph.catalog.spec import Analysis, Option, resolve
 from opgraph.commands.base import console, emit_result, is_multirank_input, load_input, multirank_options
 from opgraph.commands.base import per_rank_command, rank_option
+from opgraph.commands.iterations import check_regex
 from opgraph.table_options import TableFiles, table_file_options
 
 
@@ -33,20 +34,6 @@ def _option(o: Option) -> Callable[[Callable], Callable]:
                         show_default=o.default is not None, help=o.help)
 
 
-def _check_regexes(input: str, entry: Analysis, values: dict[str, Any]) -> None:
-    import re
-
-    from opgraph.errors import OpgraphInputError
-
-    for o in entry.options:
-        v = values.get(o.name)
-        if o.kind == "regex" and v is not None:
-            try:
-                re.compile(v)
-            except re.error as e:
-                raise OpgraphInputError(input, f"{o.flag} {v!r}: not a regular expression ({e})") from None
-
-
 def _renderer(entry: Analysis) -> Callable[..., None]:
     """``render(result, console, **options)``: the entry's own, else its declared tables."""
     if entry.render:
@@ -63,7 +50,9 @@ def analysis_command(entry: Analysis) -> click.Command:
 
     def run(input: str, as_json: bool, csv_dir: TableFiles | None, rank: int | None = None,
             scheduler: str | None = None, workers: int | None = None, **values: Any) -> None:
-        _check_regexes(input, entry, values)
+        for o in entry.options:
+            if o.kind == "regex":
+                check_regex(values[o.name], o.flag)
         fn = resolve(entry.function)
         kwargs = {o.name: values[o.name] for o in entry.options_for("analysis")}
         out = {o.name: values[o.name] for o in entry.options_for("output")}

@@ -52,17 +52,18 @@ def markers(data_marker: tuple[str, ...], no_data_markers: bool) -> tuple[str, .
     return None
 
 
-def check_regex(step_regex: str | None) -> None:
-    """An invalid ``--step-regex`` ends the command (exit 2, one line) before the input is read."""
-    if step_regex:
+def check_regex(value: str | None, flag: str = "--step-regex") -> None:
+    """An invalid regular expression given to ``flag`` ends the command (exit 2, one line)
+    before the input is read."""
+    if value:
         import re
 
         from opgraph.errors import OpgraphInputError
 
         try:
-            re.compile(step_regex)
+            re.compile(value)
         except re.error as e:
-            raise OpgraphInputError("--step-regex", f"{step_regex!r} is not a valid regex ({e})") from None
+            raise OpgraphInputError(flag, f"{value!r} is not a valid regex ({e})") from None
 
 
 @click.command()
