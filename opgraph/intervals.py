@@ -170,3 +170,107 @@ def union_gaps(starts: np.ndarray, ends: np.ndarray) -> tuple[int, np.ndarray, n
     nxt = np.flatnonzero(gap) + 1
     busy = int(run_end[-1] - starts[0]) - int((g1 - g0).sum())
     return busy, g0, g1, nxt
+
+
+def innermost_segments(start: np.ndarray, end: np.ndarray, lo: int = -(2**62), hi: int = 2**62
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Partition ``[lo, hi)`` by the innermost interval active at each instant (ns).
+
+    ``start``/``end``: one thread's events (any order, ``lo <= start <= end <= hi``).
+    Returns ``(seg_start, seg_end, owner)``, contiguous segments in time order; ``owner``
+    is an index into the input, -1 where no interval is active. Intervals are taken
+    in order of start, longer first, then input order; one that outlives the interval it
+    starts in is cut at that interval's end (a partial overlap on one thread is clock
+    skew, not a new nesting). Segments of equal owner may be split (e.g. at an empty
+    interval): a consumer sums over them. Nested input (the usual case) is partitioned in
+    numpy; input with a partial overlap falls back to a stack sweep. docs/idle.md.
+    """
+    start = np.asarray(start, np.int64)
+    end = np.asarray(end, np.int64)
+    order = np.lexsort((-(end - start), start))
+    order = order[end[order] > start[order]]   # an empty interval never owns an instant
+    nested = _nested_segments(start[order], end[order], lo, hi)
+    if nested is None:
+        s, e, o = _swept_segments(start[order], end[order], lo, hi)
+    else:
+        s, e, o = nested
+    return s, e, (np.where(o >= 0, order[np.maximum(o, 0)], -1) if len(order) else o)
+
+
+def _nested_segments(s: np.ndarray, e: np.ndarray, lo: int, hi: int
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """:func:`innermost_segments` for intervals sorted by (start, longer first), none
+    empty, when they nest (every two disjoint or one inside the other); None when two
+    overlap partially. Opens and closes in time order (closes first at one instant,
+    inner ones first) are a balanced sequence; it nests exactly when, at every depth, the
+    tokens alternate open, close of the same interval."""
+    m = len(s)
+    if not m:
+        return (np.array([lo], np.int64), np.array([hi], np.int64), np.array([-1], np.int64))
+    idx = np.arange(m, dtype=np.int64)
+    # tokens: closes (inner first: later index first), then opens (earlier index first),
+    # stably sorted by time: at one instant every close comes before any open
+    t_time = np.concatenate([e[::-1], s])
+    t_iid = np.concatenate([idx[::-1], idx])
+    t_open = np.concatenate([np.zeros(m, bool), np.ones(m, bool)])
+    o = np.argsort(t_time, kind="stable")
+    t_time, t_iid, t_open = t_time[o], t_iid[o], t_open[o]
+    depth = np.cumsum(np.where(t_open, 1, -1))            # depth after each token
+    level = np.where(t_open, depth, depth + 1)            # the depth the token opens or closes
+    small = level.astype(np.int16) if level.max() < 2**15 else level
+    by_level = np.argsort(small, kind="stable")          # per level, in time order
+    pair_open = t_open[by_level].reshape(-1, 2)
+    pair_level = level[by_level].reshape(-1, 2)
+    pair_iid = t_iid[by_level].reshape(-1, 2)
+    if not (pair_open[:, 0].all() and not pair_open[:, 1].any()
+            and (pair_level[:, 0] == pair_level[:, 1]).all() and (pair_iid[:, 0] == pair_iid[:, 1]).all()):
+        return None
+    # the owner after each token: the last open at the depth after it, at or before it.
+    # Grouped by that depth (in time order), every token of a group d > 0 follows such an
+    # open (an interval closing to depth d lies in the one open at d): a forward fill.
+    by_depth = np.argsort(depth.astype(np.int16) if level.max() < 2**15 else depth, kind="stable")
+    g_open = t_open[by_depth]
+    fill = np.maximum.accumulate(np.where(g_open, np.arange(2 * m), -1))
+    owner = np.empty(2 * m, dtype=np.int64)
+    owner[by_depth] = np.where(depth[by_depth] > 0, t_iid[by_depth][np.maximum(fill, 0)], -1)
+    # one segment per distinct instant, owned by what is active after its last token
+    last = np.flatnonzero(np.r_[t_time[1:] != t_time[:-1], True])
+    cut = t_time[last]
+    seg_s = np.concatenate([[lo], cut])
+    seg_e = np.concatenate([cut, [hi]])
+    seg_o = np.concatenate([[-1], owner[last]])
+    keep = seg_e > seg_s
+    return seg_s[keep], seg_e[keep], seg_o[keep]
+
+
+def _swept_segments(s: np.ndarray, e: np.ndarray, lo: int, hi: int
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`innermost_segments` by a stack sweep, for intervals sorted by (start,
+    longer first) that may overlap partially (an interval is cut at the end of the one it
+    starts in)."""
+    ts, en = s.tolist(), e.tolist()
+    s_l: list[int] = []
+    e_l: list[int] = []
+    o_l: list[int] = []
+    add_s, add_e, add_o = s_l.append, e_l.append, o_l.append   # (inlined: 500k+ segments per thread)
+    stack: list[tuple[int, int]] = []
+    pop, push = stack.pop, stack.append
+    cur = lo
+    last = max(hi, max(en, default=hi))   # a last start at or after every end closes the stack
+    for b, f, p in zip(ts + [last], en + [last], list(range(len(ts))) + [-1]):
+        while stack and stack[-1][0] <= b:
+            te, tp = pop()
+            if te > cur:
+                add_s(cur)
+                add_e(te)
+                add_o(tp)
+                cur = te
+        if b > cur:
+            add_s(cur)
+            add_e(b)
+            add_o(stack[-1][1] if stack else -1)
+            cur = b
+        if stack and f > stack[-1][0]:
+            f = stack[-1][0]
+        push((f, p))
+    return np.array(s_l, dtype=np.int64), np.array(e_l, dtype=np.int64), np.array(o_l, dtype=np.int64)

@@ -12,12 +12,15 @@ import numpy as np
 import pandas as pd
 
 
-def names_where(names: np.ndarray, test: Callable[[str], object]) -> np.ndarray:
-    """Boolean per element of ``names`` (any array): a string for which ``test`` is true.
-    Each distinct name is tested once (a trace repeats a few thousand names over a million
-    events); missing and non-string names are False."""
-    arr = names if isinstance(names, np.ndarray) and names.dtype == object else np.asarray(names, dtype=object)
-    codes, uniq = pd.factorize(arr)
+def names_where(names: np.ndarray | tuple[np.ndarray, np.ndarray], test: Callable[[str], object]) -> np.ndarray:
+    """Boolean per element of ``names`` (any array, or (codes, distinct names) of one): a
+    string for which ``test`` is true. Each distinct name is tested once (a trace repeats a
+    few thousand names over a million events); missing and non-string names are False."""
+    if isinstance(names, tuple):
+        codes, uniq = names
+    else:
+        arr = names if isinstance(names, np.ndarray) and names.dtype == object else np.asarray(names, dtype=object)
+        codes, uniq = pd.factorize(arr)
     hit = np.fromiter((isinstance(u, str) and bool(test(u)) for u in uniq), dtype=bool, count=len(uniq))
     return np.append(hit, False)[codes]
 
@@ -165,9 +168,9 @@ ANNOTATION_NAME_RE = re.compile(
 DATALOADER_RE = re.compile(r"DataLoader.*__next__|^enumerate\(DataLoader\)")
 
 
-def annotation_like(kind: np.ndarray, names: np.ndarray) -> np.ndarray:
+def annotation_like(kind: np.ndarray, names: np.ndarray | tuple[np.ndarray, np.ndarray]) -> np.ndarray:
     """Per event: an annotation (kind ``annotation``) or a ``cpu_op`` whose name is a
     ``record_function`` label (:data:`ANNOTATION_NAME_RE`). Its own time (no child running)
-    records nothing the thread did."""
+    records nothing the thread did. ``names`` as :func:`names_where` takes them."""
     kind = np.asarray(kind, dtype=object)
     return (kind == "annotation") | ((kind == "cpu_op") & names_where(names, ANNOTATION_NAME_RE.match))

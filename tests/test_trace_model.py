@@ -297,6 +297,12 @@ def test_cycle_check_agrees_with_kahn_on_random_graphs(monkeypatch: pytest.Monke
         # cycle_candidates keeps hold every cycle
         t = rng.integers(0, 1 + trial % 7, n).astype(np.int64) * int(rng.integers(1, 1000))
         assert cycles.has_cycle(s, d, t) == want, trial
+        # raised times order every edge only where there is no cycle; with times that
+        # mostly follow the edges (a recorded trace's), they settle
+        if len(s):
+            assert not (want and cycles.ordered_by_raised_times(s, d, t)), trial
+            if not want:
+                assert cycles.ordered_by_raised_times(s, d, np.arange(n, dtype=np.int64) * 10), trial
         seen.add(want)
     assert seen == {True, False}
     # sparse ids (renumbered before the SCC pass) and a lone self-loop

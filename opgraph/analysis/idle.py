@@ -38,14 +38,13 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from opgraph.intervals import union_gaps
+from opgraph.intervals import innermost_segments, union_gaps
 from opgraph.model.arrays import GraphArrays
 from opgraph.model.trace_graph import TraceGraph
 from opgraph.analysis.display import TableResult
 from opgraph.graph.linking import DEVICE_SYNC_RE, EVENT_SYNC_RE, STREAM_SYNC_RE
 from opgraph.graph.streams import LATE_START_NS
 from opgraph.graph.data_loading import data_loading_owners
-from opgraph.names import annotation_like
 from opgraph.time_categories import IDLE_CAUSES
 
 UNTRACED = "(untraced)"
@@ -193,38 +192,9 @@ class IdleResult(TableResult):
 
 def _thread_segments(a: GraphArrays, members: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Partition of time on one thread by the innermost active event: (start, end, owner
-    position; -1 where nothing runs), covering (-inf, +inf)."""
-    order = members[np.lexsort((-(a.end[members] - a.ts[members]), a.ts[members]))]
-    ts = a.ts[order].tolist()
-    en = a.end[order].tolist()
-    pos = order.tolist()
-    lo, hi = -(2**62), 2**62
-    s_l: list[int] = []
-    e_l: list[int] = []
-    o_l: list[int] = []
-    add_s, add_e, add_o = s_l.append, e_l.append, o_l.append   # (inlined: 500k+ segments per thread)
-    stack: list[tuple[int, int]] = []
-    pop, push = stack.pop, stack.append
-    cur = lo
-    # a last start at or after every end closes the stack and the line up to +inf (2**62)
-    last = max(hi, max(en, default=hi))
-    for s, e, p in zip(ts + [last], en + [last], pos + [-1]):
-        while stack and stack[-1][0] <= s:
-            te, tp = pop()
-            if te > cur:
-                add_s(cur)
-                add_e(te)
-                add_o(tp)
-                cur = te
-        if s > cur:
-            add_s(cur)
-            add_e(s)
-            add_o(stack[-1][1] if stack else -1)
-            cur = s
-        if stack and e > stack[-1][0]:
-            e = stack[-1][0]
-        push((e, p))
-    return np.array(s_l, dtype=np.int64), np.array(e_l, dtype=np.int64), np.array(o_l, dtype=np.int64)
+    position; -1 where nothing runs), covering (-2**62, 2**62) (:func:`innermost_segments`)."""
+    s, e, o = innermost_segments(a.ts[members], a.end[members])
+    return s, e, np.where(o >= 0, members[np.maximum(o, 0)], -1)
 
 
 def _top_ancestor(a: GraphArrays) -> np.ndarray:
@@ -232,7 +202,7 @@ def _top_ancestor(a: GraphArrays) -> np.ndarray:
     included; a ``record_function`` label recorded as an op is not one), or the node itself
     when no op contains it (e.g. a runtime call made directly under an annotation)."""
     parent = a.host_parent
-    is_op = (a.kind == "cpu_op") & ~annotation_like(a.kind, a.name)
+    is_op = (a.kind == "cpu_op") & ~a.annotation_like
     idx = np.arange(a.n, dtype=np.int64)
     best = np.where(is_op, idx, -1)
     cur = parent.copy()
@@ -255,13 +225,8 @@ def _sync_calls(a: GraphArrays) -> np.ndarray:
     out[yd] = True
     ls, _ld = a.out_edges("launch")
     out[ls[a.edge_attr("launch", "evidence", None) == "synchronous_launch"]] = True
-    rt = np.flatnonzero(a.kind == "runtime")
-    if len(rt):
-        uniq, inv = np.unique(np.array([x if isinstance(x, str) else "" for x in a.name[rt].tolist()], dtype=object),
-                              return_inverse=True)
-        hit = np.fromiter((bool(DEVICE_SYNC_RE.match(u) or STREAM_SYNC_RE.match(u) or EVENT_SYNC_RE.match(u))
-                           for u in uniq.tolist()), dtype=bool, count=len(uniq))
-        out[rt[hit[inv]]] = True
+    syncing = a.names_where(lambda u: DEVICE_SYNC_RE.match(u) or STREAM_SYNC_RE.match(u) or EVENT_SYNC_RE.match(u))
+    out |= syncing & a.is_kind("runtime")
     return out
 
 
@@ -522,10 +487,9 @@ def idle_time(G: TraceGraph, kernel_wait_us: float = 30.0) -> IdleResult:
         wait = sp.wait_end - sp.lat_end
         by: dict[str, int] = {}
         # the wait on the awaited activity names its stream; the rest, the host's wait call
-        for hb, r in ((hb, r) for src, part in ((sp.held_act, sp.act_end - sp.lat_end),
-                                                (sp.held_call, sp.wait_end - sp.act_end))
-                      for hb, r in zip(src.tolist(), part.tolist())):
-            if r > 0 and hb >= 0:
+        for src, part in ((sp.held_act, sp.act_end - sp.lat_end), (sp.held_call, sp.wait_end - sp.act_end)):
+            held = (part > 0) & (src >= 0)
+            for hb, r in zip(src[held].tolist(), part[held].tolist()):
                 k = _lane_name(a, hb)
                 by[k] = by.get(k, 0) + int(r)
         d.cpu_induced_idle_ns = host_late - int(drain.sum()) - int(dl.sum())

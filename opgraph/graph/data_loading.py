@@ -9,7 +9,7 @@ import numpy as np
 from opgraph.graph.threads import BLOCKING_WAIT_RE
 from opgraph.model.arrays import GraphArrays
 from opgraph.model.tree import within
-from opgraph.names import DATALOADER_RE, annotation_like
+from opgraph.names import DATALOADER_RE
 
 
 def data_loading_owners(a: GraphArrays, parent: np.ndarray | None = None) -> np.ndarray:
@@ -23,5 +23,5 @@ def data_loading_owners(a: GraphArrays, parent: np.ndarray | None = None) -> np.
         return dl
     par = a.host_parent if parent is None else parent
     inside = within(par, dl)
-    waiting = annotation_like(a.kind, a.name) | (a.kind == "python") | a.names_match(BLOCKING_WAIT_RE)
+    waiting = a.annotation_like | (a.kind == "python") | a.names_match(BLOCKING_WAIT_RE)
     return host & inside & (dl | waiting)

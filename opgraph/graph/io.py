@@ -25,9 +25,8 @@ import copyreg
 import io
 import pickle
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import pandas as pd
 
 from opgraph.gc_pause import gc_paused
@@ -43,6 +42,9 @@ from opgraph.model.payload import graph_to_payload, payload_to_digraph
 from opgraph.model.unpickler import ALLOWED_GLOBALS, ArrayTooLarge, SafeUnpickler, allocation_cap
 from opgraph.model.validate import CYCLIC_EDGE_KINDS, DIGRAPH_STATE, check_graph, check_structure
 from opgraph.outfiles import open_atomic
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 GRAPH_SUFFIXES = (".gpickle", ".json.gz", ".json")
@@ -80,6 +82,8 @@ class GraphPickler(pickle.Pickler):
     column form (:func:`opgraph.model.payload.graph_to_payload`), any other object the ordinary way."""
 
     def reducer_override(self, obj: Any) -> Any:
+        import networkx as nx
+
         if type(obj) is nx.DiGraph:
             payload = graph_to_payload(obj)
             if payload is not None:
@@ -180,6 +184,8 @@ def load_gpickle(path: str | Path) -> TraceGraph:
         except (ValueError, TypeError, AttributeError, IndexError, KeyError, OverflowError) as e:
             raise OpgraphInputError(p, f"corrupt graph columns ({type(e).__name__}: {e})") from None
         return TraceGraph(G.payload, args_source=(p, len(data)))
+    import networkx as nx
+
     if type(G) is not nx.DiGraph:
         raise OpgraphInputError(p, f"pickle holds a {type(G).__name__}, not a networkx DiGraph")
     check_structure(G, p)

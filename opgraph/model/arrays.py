@@ -14,8 +14,9 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from opgraph.model.lanes import lanes
+from opgraph.model.lanes import lanes_of_codes
 from opgraph.model.table import DEVICE_ACTIVITY_KINDS, HOST_KINDS
+from opgraph.names import annotation_like, names_where
 
 
 @dataclass
@@ -40,15 +41,16 @@ class GraphArrays:
     stream: np.ndarray
     lane: np.ndarray
     edges: dict[str, tuple[np.ndarray, np.ndarray]]
-    pos_of: dict[int, int]
     rank: np.ndarray | None = None
     #: Per edge kind, per-edge attributes beyond ``kind`` (aligned with ``edges[kind]``):
     #: ``inferred`` (bool), ``cat`` (flow category, object), ``evidence`` (what an inferred
     #: edge rests on, object: ``stream_wait_call``, ``stream_wait_work``, ``burst``, ...), and
     #: for ``handoff`` edges ``first`` / ``wait_from`` (positions, -1: none), ``wait_from_end`` / ``resume_end`` (bool).
     edge_attrs: dict[str, dict[str, np.ndarray]] | None = None
-    #: ``name`` factorized once (codes, distinct names), for :meth:`names_match`.
-    _name_codes: tuple[np.ndarray, list[str]] | None = field(default=None, init=False, repr=False)
+    #: ``kind`` as (distinct kinds, codes) when the columns came coded: :meth:`is_kind` reads it.
+    kind_coded: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False, compare=False)
+    #: ``name`` as (distinct names, codes) when the columns came coded: :attr:`name_codes`.
+    name_coded: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False, compare=False)
     _derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @cached_property
@@ -57,21 +59,44 @@ class GraphArrays:
         return self.rank is not None and bool(self.rank.any())
 
     @cached_property
+    def pos_of(self) -> dict[int, int]:
+        """Node key (event id) -> position; a dict made on first use."""
+        return dict(zip(self.eid.tolist(), range(len(self.eid))))
+
+    @cached_property
     def lane_first(self) -> dict[int, int]:
         """Per lane code, the position of its first node (for labelling a lane)."""
         codes, first = np.unique(self.lane, return_index=True)
         return dict(zip(codes.tolist(), first.tolist()))
 
+    @cached_property
+    def name_codes(self) -> tuple[np.ndarray, np.ndarray]:
+        """``name`` as (codes, distinct names): the coded column it came from, or factorized
+        once (a missing name has a code of its own). Read-only."""
+        if self.name_coded is not None:
+            uniq, codes = self.name_coded
+            return _frozen(np.asarray(codes)), uniq
+        codes, uniq = pd.factorize(self.name, use_na_sentinel=False)
+        return _frozen(codes), np.asarray(uniq, dtype=object)
+
     def names_match(self, rx: re.Pattern[str]) -> np.ndarray:
         """Per node: ``rx.search(name)``, run once per distinct name (a missing name is "")."""
-        if self._name_codes is None:
-            codes, uniq = pd.factorize(self.name, use_na_sentinel=False)
-            self._name_codes = (codes, [u if isinstance(u, str) else "" for u in uniq.tolist()])
-        codes, uniq = self._name_codes
+        codes, uniq = self.name_codes
         if not len(codes):
             return np.zeros(0, dtype=bool)
-        hit = np.fromiter((bool(rx.search(u)) for u in uniq), dtype=bool, count=len(uniq))
+        hit = np.fromiter((bool(rx.search(u if isinstance(u, str) else "")) for u in uniq.tolist()),
+                          dtype=bool, count=len(uniq))
         return hit[codes]
+
+    def names_where(self, test: Callable[[str], object]) -> np.ndarray:
+        """Per node: :func:`opgraph.names.names_where` (a missing name is False)."""
+        return names_where(self.name_codes, test)
+
+    @cached_property
+    def annotation_like(self) -> np.ndarray:
+        """Per node: :func:`opgraph.names.annotation_like` (an annotation, or a ``cpu_op``
+        that is a ``record_function`` label). Computed once, read-only."""
+        return _frozen(annotation_like(self.kind, self.name_codes))
 
     def __post_init__(self) -> None:
         if self.rank is None:
@@ -86,6 +111,10 @@ class GraphArrays:
         return self.end - self.ts
 
     def is_kind(self, *kinds: str) -> np.ndarray:
+        """Per node position: its kind is one of ``kinds``."""
+        if self.kind_coded is not None:
+            uniq, codes = self.kind_coded
+            return np.isin(uniq, kinds)[codes]
         return np.isin(self.kind, kinds)
 
     def derived(self, key: str, make: Callable[[], Any]) -> Any:
@@ -154,33 +183,48 @@ class GraphArrays:
         return np.full(n, default, dtype=object if isinstance(default, str) or default is None else None)
 
     @classmethod
-    def from_columns(cls, eid: np.ndarray, kind: np.ndarray, name: np.ndarray, ts: np.ndarray, dur: np.ndarray,
-                     pid: np.ndarray, tid: np.ndarray, device: np.ndarray, stream: np.ndarray,
-                     rank: np.ndarray | None, src: np.ndarray, dst: np.ndarray, edge_kind: np.ndarray,
-                     rich: list[tuple[int, dict]]) -> "GraphArrays":
-        """The arrays of node columns (one entry per node, ``ts``/``dur`` in ns, ``rank``
-        None for a single-rank graph) and edge columns (``src``/``dst`` node keys,
-        ``edge_kind`` object array, in the order a networkx graph iterates its edges;
-        ``rich``: (edge index, attributes) of the edges that carry more than a kind)."""
+    def from_columns(cls, eid: np.ndarray, kind: tuple[np.ndarray, np.ndarray], name: tuple[np.ndarray, np.ndarray],
+                     ts: np.ndarray,
+                     dur: np.ndarray, pid: tuple[np.ndarray, np.ndarray], tid: tuple[np.ndarray, np.ndarray],
+                     device: np.ndarray, stream: np.ndarray, rank: np.ndarray | None, src: np.ndarray,
+                     dst: np.ndarray, edge_kind: tuple[np.ndarray, np.ndarray],
+                     rich: tuple[np.ndarray, list[dict]]) -> "GraphArrays":
+        """The arrays of node columns (one entry per node, ``ts``/``dur`` in ns, ``kind``,
+        ``name``, ``pid`` and ``tid`` as (distinct values, codes), ``rank`` None for a single-rank
+        graph) and edge columns (``src``/``dst`` node keys, ``edge_kind`` as (distinct kinds,
+        codes), in the order a networkx graph iterates its edges; ``rich``: the indices, in
+        increasing order, and attributes of the edges that carry more than a kind)."""
         n = len(eid)
-        pos_of = dict(zip(eid.tolist(), range(n)))
+        k_uniq, k_codes = kind
+        kind_obj = k_uniq[k_codes]
         # lanes: host (pid, tid); device (device, stream); per rank in a job graph
-        is_dev = np.isin(kind, DEVICE_ACTIVITY_KINDS + ("gpu_annotation",))
-        lane = lanes(pid, tid, device, stream, is_dev, rank)
+        is_dev = np.isin(k_uniq, DEVICE_ACTIVITY_KINDS + ("gpu_annotation",))[k_codes]
+        pc, _ = _value_codes(*pid)
+        tc, tu = _value_codes(*tid)
+        lane = lanes_of_codes(pc, tc, len(tu), device, stream, is_dev, rank)
         if rank is None:
             rank = np.zeros(n, dtype=np.int64)
         edges: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        per_kind: dict[str, dict[str, np.ndarray]] = {}
         if len(src):
             s_pos, d_pos = key_positions(eid, src), key_positions(eid, dst)
-            codes, uniq = pd.factorize(edge_kind)
-            per_kind = _edge_attrs(rich, len(src), codes, uniq, pos_of)
-            for j, k in enumerate(uniq):
-                m = codes == j
-                edges[str(k)] = (s_pos[m], d_pos[m])
-        else:
-            per_kind = {}
-        return cls(eid, kind, name, ts, ts + dur, pid, tid, device, stream, lane, edges, pos_of,
-                   rank, per_kind)
+            e_codes, e_uniq = _value_codes(*edge_kind)   # (a job's columns repeat a kind per rank)
+            masks = [(e_codes == j) for j in range(len(e_uniq))]
+            # kinds in order of their first edge (as a factorize of the kind column numbers them)
+            seen = sorted((int(m.argmax()), j) for j, m in enumerate(masks) if m.any())
+            for _, j in seen:
+                edges[str(e_uniq[j])] = (s_pos[masks[j]], d_pos[masks[j]])
+            per_kind = _edge_attrs(rich, e_codes, [(str(e_uniq[j]), masks[j]) for _, j in seen], eid)
+        return cls(eid, kind_obj, name[0][name[1]], ts, ts + dur, pid[0][pid[1]], tid[0][tid[1]], device, stream,
+                   lane, edges, rank, per_kind, kind_coded=kind, name_coded=name)
+
+
+def _value_codes(uniq: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, distinct values) of a coded column as :func:`pandas.factorize` of its values
+    gives them, up to numbering: equal values one code (a job's columns may list a value
+    once per rank), a missing value -1."""
+    vc, vu = pd.factorize(uniq)
+    return vc[codes], np.asarray(vu, dtype=object)
 
 
 def _frozen(x: np.ndarray) -> np.ndarray:
@@ -209,34 +253,40 @@ def key_positions(eid: np.ndarray, keys: np.ndarray) -> np.ndarray:
     return out
 
 
-def _edge_attrs(rich: list[tuple[int, dict]], n_edges: int, codes: np.ndarray, uniq: np.ndarray,
-                pos_of: dict[int, int]) -> dict[str, dict[str, np.ndarray]]:
-    """Per edge kind, the attribute arrays of :attr:`GraphArrays.edge_attrs`."""
-    if not rich:
+def _edge_attrs(rich: tuple[np.ndarray, list[dict]], codes: np.ndarray, kinds: list[tuple[str, np.ndarray]],
+                eid: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
+    """Per edge kind, the attribute arrays of :attr:`GraphArrays.edge_attrs` (``kinds``:
+    each kind's name and edge mask, ``codes`` the kind code of every edge)."""
+    idx, ds = rich
+    if not len(idx):
         return {}
-    idx = np.array([j for j, _ in rich], dtype=np.int64)
-    ds = [d for _, d in rich]
-    full: dict[str, np.ndarray] = {}
-    inferred = np.zeros(n_edges, dtype=bool)
-    inferred[idx] = [bool(d.get("inferred", False)) for d in ds]
-    full["inferred"] = inferred
+
+    def ints(key: str) -> np.ndarray:
+        vals = [d.get(key, -1) for d in ds]
+        return key_positions(eid, np.array([v if isinstance(v, (int, np.integer)) else -1 for v in vals],
+                                           dtype=np.int64))
+
+    # the attributes of the rich edges, then spread over each kind's edges
+    sparse: dict[str, tuple[np.ndarray, Any]] = {
+        "inferred": (np.array([bool(d.get("inferred", False)) for d in ds], dtype=bool), False)}
     for nm in ("cat", "evidence"):
         if any(nm in d for d in ds):
-            col = np.full(n_edges, None, dtype=object)
-            col[idx] = [d.get(nm) for d in ds]
-            full[nm] = col
+            sparse[nm] = (np.array([d.get(nm) for d in ds] + [None], dtype=object)[:-1], None)
     if any("wait_from" in d for d in ds):
-        first = np.full(n_edges, -1, dtype=np.int64)
-        wfrom = np.full(n_edges, -1, dtype=np.int64)
-        wend = np.zeros(n_edges, dtype=bool)
-        rend = np.zeros(n_edges, dtype=bool)
-        first[idx] = [pos_of.get(d.get("first", -1), -1) for d in ds]
-        wfrom[idx] = [pos_of.get(d.get("wait_from", -1), -1) for d in ds]
-        wend[idx] = [d.get("wait_from_at") == "end" for d in ds]
-        rend[idx] = [d.get("resume_at") == "end" for d in ds]
-        full.update({"first": first, "wait_from": wfrom, "wait_from_end": wend, "resume_end": rend})
+        sparse["first"] = (ints("first"), -1)
+        sparse["wait_from"] = (ints("wait_from"), -1)
+        sparse["wait_from_end"] = (np.array([d.get("wait_from_at") == "end" for d in ds], dtype=bool), False)
+        sparse["resume_end"] = (np.array([d.get("resume_at") == "end" for d in ds], dtype=bool), False)
+    rich_code = codes[idx]
     out: dict[str, dict[str, np.ndarray]] = {}
-    for j, k in enumerate(uniq):
-        m = codes == j
-        out[str(k)] = {nm: arr[m] for nm, arr in full.items()}
+    for k, m in kinds:
+        j = codes[int(m.argmax())]
+        mine = rich_code == j
+        at = (np.cumsum(m) - 1)[idx[mine]] if mine.any() else idx[:0]   # index among the kind's edges
+        cols: dict[str, np.ndarray] = {}
+        for nm, (vals, default) in sparse.items():
+            col = np.full(int(m.sum()), default, dtype=vals.dtype)
+            col[at] = vals[mine]
+            cols[nm] = col
+        out[k] = cols
     return out

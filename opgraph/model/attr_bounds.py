@@ -9,13 +9,15 @@ failure with a per-object walk.
 from __future__ import annotations
 
 from itertools import chain, repeat
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 
 from opgraph.errors import OpgraphInputError
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 #: Deepest nesting of containers in a node attribute or graph attribute.
 MAX_ATTR_DEPTH = 32
@@ -163,8 +165,13 @@ def check_table_bounds(gr: dict, path: str, file_size: int, track: bool = True) 
         ev = pd.DataFrame()
     for col in ("args", "extra"):
         if col in ev:
-            vals = ev[col].tolist()
-            b.column(path, f"event {col}", list(range(len(vals))), vals)
+            arr = ev[col].to_numpy(dtype=object)
+            some = np.flatnonzero(arr != None)  # noqa: E711 (elementwise: the rows with a value)
+            if len(some) < len(arr):   # a missing value is one item, as the walk counts it (each
+                b.used += len(arr) - len(some)   # costs a byte of the file: never past the budget)
+                if b.track:
+                    b.seen.add(id(None))
+            b.column(path, f"event {col}", some.tolist(), arr[some].tolist())
     return b
 
 

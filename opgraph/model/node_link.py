@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import gzip
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 import orjson
 import pandas as pd
@@ -19,6 +18,9 @@ import pandas as pd
 from opgraph.exact_json import ExactNumber, exact_default
 from opgraph.model.table import ALL_KINDS
 from opgraph.outfiles import write_atomic
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 #: Integer columns of the event table (restored as int64 when read).
 EVENT_INT_COLS = ("eid", "ts_ns", "dur_ns", "device", "stream", "correlation", "external_id", "rf_id",
@@ -111,6 +113,8 @@ def to_node_link(G: nx.DiGraph) -> dict[str, Any]:
 
 def from_node_link(doc: dict[str, Any]) -> nx.DiGraph:
     """Inverse of :func:`to_node_link`."""
+    import networkx as nx
+
     G = nx.DiGraph()
     G.graph.update(doc.get("graph", {}))
     if "span_ns" in G.graph:

@@ -8,11 +8,13 @@ speak it; this module imports neither.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 #: Node attributes of an opgraph-built graph (+ ``rank`` on every node of a multi-rank job graph).
 NODE_KEYS = ("kind", "name", "ts", "dur", "pid", "tid", "device", "stream", "correlation", "external_id", "args")
@@ -22,6 +24,8 @@ PICKLE_MAGIC = "opgraph-columns-v1"
 
 def payload_to_digraph(payload: dict) -> nx.DiGraph:
     """The ``DiGraph`` of a column payload (inverse of :func:`graph_to_payload`)."""
+    import networkx as nx
+
     if payload.get("magic") != PICKLE_MAGIC:
         raise ValueError("not an opgraph column payload")
     G = nx.DiGraph()
@@ -82,6 +86,8 @@ def completed_payload(G: nx.DiGraph) -> dict:
     table in ``G.graph`` one is made from the nodes (event id = node id; ids that are not
     nodes are rows of kind ``other``). ``G`` is not changed. ``ValueError`` names what does
     not fit (a node id that is not a non-negative int, a missing or extra attribute)."""
+    import networkx as nx
+
     nodes = list(G._node)
     if not all(type(n) is int and n >= 0 for n in nodes):
         raise ValueError("node ids must be non-negative ints (event ids)")

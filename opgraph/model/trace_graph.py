@@ -12,16 +12,19 @@ code that walks nodes and edges one by one; :meth:`TraceGraph.of` takes an opgra
 
 from __future__ import annotations
 
+import sys
 from functools import cached_property
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 
 from opgraph.model.arrays import GraphArrays, key_positions
 from opgraph.model.packed_args import LazyGraphAttrs, releasing, unpacker
 from opgraph.model.payload import PICKLE_MAGIC, completed_payload, graph_to_payload, payload_to_digraph
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 def _networkx_reader(name: str) -> property:
@@ -94,7 +97,8 @@ class TraceGraph:
         view) otherwise. ``TypeError`` for anything else."""
         if isinstance(G, TraceGraph):
             return G
-        if isinstance(G, nx.DiGraph):
+        nx = sys.modules.get("networkx")   # a DiGraph exists only once networkx is imported
+        if nx is not None and isinstance(G, nx.DiGraph):
             return cls.from_networkx(G)
         raise TypeError(f"expected a TraceGraph or an opgraph-built networkx.DiGraph, got {type(G).__name__}")
 
@@ -210,20 +214,31 @@ class TraceGraph:
         p = self.payload
         cols = p["node_cols"]
         src, dst = p["src"], p["dst"]
-        ekind = self.edge_kinds()
+        ek_uniq, ek_codes = p["edge_kind"]
         extra: dict[int, dict] = p["edge_extra"]
-        pos = p["nodes"]
         order = self.edge_order()
-        rich = sorted(extra.items())
+        rich_idx = np.fromiter(extra.keys(), dtype=np.int64, count=len(extra))
+        rich_ds = list(extra.values())
         if order is not None:
-            src, dst, ekind = src[order], dst[order], ekind[order]
-            if rich:
+            src, dst, ek_codes = src[order], dst[order], ek_codes[order]
+            if len(rich_idx):
                 inv = np.empty(len(order), dtype=np.int64)
                 inv[order] = np.arange(len(order))
-                rich = sorted((int(inv[j]), d) for j, d in rich)
+                rich_idx = inv[rich_idx]
+        by_idx = np.argsort(rich_idx, kind="stable")
+        rich = (rich_idx[by_idx], [rich_ds[i] for i in by_idx.tolist()])
         return GraphArrays.from_columns(
-            pos, self.column("kind"), self.column("name"), cols["ts"], cols["dur"], self.column("pid"),
-            self.column("tid"), cols["device"], cols["stream"], cols.get("rank"), src, dst, ekind, rich)
+            p["nodes"], self._coded("kind"), self._coded("name"), cols["ts"], cols["dur"], self._coded("pid"),
+            self._coded("tid"), cols["device"], cols["stream"], cols.get("rank"), src, dst, (ek_uniq, ek_codes),
+            rich)
+
+    def _coded(self, key: str) -> tuple[np.ndarray, np.ndarray]:
+        """Node column ``key`` as (distinct values, codes)."""
+        col = self.payload["node_cols"][key]
+        if isinstance(col, tuple):
+            return col
+        codes, uniq = pd.factorize(col, use_na_sentinel=False)
+        return np.asarray(uniq, dtype=object), codes
 
     @cached_property
     def edge_index(self) -> tuple[np.ndarray, list[str]]:

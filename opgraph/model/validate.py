@@ -9,9 +9,8 @@ edge kinds, and no cycle among the kinds that must be acyclic). Each refusal is 
 from __future__ import annotations
 
 from itertools import chain, repeat
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 
@@ -20,6 +19,9 @@ from opgraph.model.attr_bounds import check_bounds
 from opgraph.model.cycles import has_cycle
 from opgraph.model.node_link import EVENT_INT_COLS
 from opgraph.model.table import ALL_KINDS
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 #: Edge kinds that must form a DAG (docs/model.md): every kind but ``collective``, which
 #: links matched kernels of different ranks in both directions.
@@ -70,6 +72,8 @@ def check_graph(G: nx.DiGraph, path: str, file_size: int) -> None:
     missing graph attributes, nodes without a valid ``kind``/``ts``/``dur``, attributes
     nested too deeply or expanding to far more than the file holds, and a cycle among the
     edge kinds that must be acyclic (docs/model.md)."""
+    import networkx as nx
+
     gr = G.graph
     check_graph_attrs(gr, path)
     ev = gr["events"]

@@ -72,9 +72,8 @@ def cpu_work_pattern(a: Any) -> str:
 
     from opgraph.analysis.critical_path.boundary_edges import blocking_waits
     from opgraph.graph.data_loading import data_loading_owners
-    from opgraph.names import annotation_like
 
-    waits = a.is_host & (annotation_like(a.kind, a.name) | data_loading_owners(a) | blocking_waits(a))
+    waits = a.is_host & (a.annotation_like | data_loading_owners(a) | blocking_waits(a))
     names = sorted({str(x) for x in np.unique(a.name[waits].astype(str))})
     if not names:
         return ".*"

@@ -51,7 +51,6 @@ from opgraph.graph.build import pageable_dtoh
 from opgraph.graph.linking import BLOCKING_COPY_RE, DEVICE_SYNC_RE, EVENT_SYNC_RE, STREAM_SYNC_RE
 from opgraph.graph.threads import BLOCKING_WAIT_RE
 from opgraph.graph.data_loading import data_loading_owners
-from opgraph.names import annotation_like
 from opgraph.time_categories import PATH_CATEGORIES, WAIT_CATEGORIES as CATALOG_WAITS
 
 #: Path categories, in display order (the catalog: :mod:`opgraph.time_categories`).
@@ -231,7 +230,7 @@ def edge_categories(a: GraphArrays, role: np.ndarray, own: np.ndarray, src: np.n
     own_time = np.flatnonzero(np.isin(role, (R["leaf"], R["first"], R["gap"], R["last"])) & (own >= 0))
     if len(own_time):
         o = own[own_time]
-        cat[own_time[annotation_like(a.kind, a.name)[o]]] = CAT["untraced"]
+        cat[own_time[a.annotation_like[o]]] = CAT["untraced"]
         dl = data_loading_owners(a, parent)
         cat[own_time[dl[o]]] = CAT["data_loading"]
     return cat

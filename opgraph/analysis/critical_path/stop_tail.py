@@ -14,7 +14,6 @@ import numpy as np
 
 from opgraph.model.arrays import GraphArrays
 from opgraph.graph.threads import BLOCKING_WAIT_RE
-from opgraph.names import annotation_like
 
 #: The silence before the window's end must last at least this long (ns) to be a stop tail.
 PROFILER_TAIL_MIN_NS = 1_000_000
@@ -26,7 +25,7 @@ def silent_from(a: GraphArrays) -> dict[int, int]:
     """Per rank: when the trace fell silent (ns): the last end of a device activity, an op
     or a runtime call that is not a blocking wait. Annotations and Python frames are left
     out: the profiler closes them at its stop."""
-    real = (a.is_activity | (a.kind == "runtime") | (a.kind == "cpu_op")) & ~annotation_like(a.kind, a.name)
+    real = (a.is_activity | (a.kind == "runtime") | (a.kind == "cpu_op")) & ~a.annotation_like
     real &= ~a.names_match(BLOCKING_WAIT_RE)
     out: dict[int, int] = {}
     idx = np.flatnonzero(real)
