@@ -4,6 +4,7 @@ goes through), checked against its schema when ``$OPGRAPH_CHECK_OUTPUT`` is set
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import click
@@ -18,5 +19,14 @@ def emit_json(doc: Any, schema: str | None = None) -> None:
     if schema:
         from opgraph.schemas_util import check_output
         check_output(doc, schema)
-    click.echo(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
-                            | orjson.OPT_SERIALIZE_NUMPY, default=exact_default).decode())
+    data = orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY,
+                        default=exact_default)
+    buf = getattr(sys.stdout, "buffer", None)
+    if buf is None:   # a text-only stdout (e.g. redirected to a StringIO)
+        click.echo(data.decode())
+        return
+    # the bytes straight out: a path document can be 100+ MB (no decode and re-encode)
+    sys.stdout.flush()
+    buf.write(data)
+    buf.write(b"\n")
+    buf.flush()

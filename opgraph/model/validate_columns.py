@@ -124,10 +124,12 @@ def check_columns(payload: Any, path: str, file_size: int) -> None:
         b.column(path, "edge attributes", list(extra), list(extra.values()))
     if not len(src):
         return
-    order = np.sort(ids)
+    is_node = np.zeros(len(ev), dtype=bool)   # node ids are event rows (checked above)
+    is_node[ids] = True
     for what, end in (("source", src), ("target", dst)):
-        at = np.minimum(np.searchsorted(order, end), n - 1) if n else np.zeros(len(end), np.int64)
-        miss = (order[at] != end) if n else np.ones(len(end), bool)
+        inside = (end >= 0) & (end < len(ev))
+        miss = ~inside
+        miss[inside] = ~is_node[end[inside]]
         if miss.any():
             j = int(np.flatnonzero(miss)[0])
             raise OpgraphInputError(path, f"corrupt graph: edge {int(src[j])} -> {int(dst[j])}: its {what} is not a "

@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 
 from opgraph.model.arrays import GraphArrays
@@ -32,6 +31,9 @@ from opgraph.predict.simulation import (
     NEVER, BoundaryModel, build_model, critical_dag, predicted_arrays, predicted_graph, simulate,
 )
 from opgraph.predict.whatif import Transform, apply, device_factors
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 __all__ = ['predict', 'PredictResult', 'makespan_change', 'MakespanChange']
 

@@ -59,18 +59,21 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
-import pandas as pd
 
 from opgraph.model.arrays import GraphArrays
 from opgraph.model.trace_graph import TraceGraph
 
 from opgraph.model.cycles import kahn_order
 from opgraph.analysis.critical_path.boundary_edges import PRIORITY, ROLES, R, BoundaryEdges, boundary_edges, edge_categories
-from opgraph.analysis.critical_path.engine import boundary_times, dag_from_edges, pick_critical
+from opgraph.analysis.critical_path.engine import (
+    boundary_dag, boundary_times, dag_from_edges, pick_critical, pick_critical_more,
+)
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 #: A launch call is blocked by a full launch queue when it takes this long (ns) and 10x the
 #: median of its API, with at least QUEUE_MIN_PENDING activities of its device in flight.
@@ -271,14 +274,26 @@ def _queue_edges(a: GraphArrays) -> tuple[np.ndarray, np.ndarray, np.ndarray, di
     return np.concatenate(src_l), np.concatenate(dst_l), np.concatenate(own_l), info
 
 
-def _pick_binding(t: np.ndarray, src: np.ndarray, dst: np.ndarray, role: np.ndarray) -> np.ndarray:
+def _pick_binding(t: np.ndarray, src: np.ndarray, dst: np.ndarray, role: np.ndarray,
+                  base: tuple[np.ndarray, int] | None = None) -> np.ndarray:
     """The edge that arrived last at each target (the critical path's rule, one pick:
-    :func:`opgraph.analysis.critical_path.pick_critical`)."""
+    :func:`opgraph.analysis.critical_path.pick_critical`). ``base``: the pick's ``cedge``
+    over the first edges and their count, when known (only the rest is picked among)."""
     prio_of = np.array([PRIORITY[r] for r in ROLES], dtype=np.int8)
-    _, cedge = pick_critical(t, src, dst, prio_of[role], len(t))
+    if base is not None:
+        cedge = pick_critical_more(t, src, dst, prio_of[role], *base)
+    else:
+        _, cedge = pick_critical(t, src, dst, prio_of[role], len(t))
     binding = np.zeros(len(src), dtype=bool)
     binding[cedge[cedge >= 0]] = True
     return binding
+
+
+def _role_in(role: np.ndarray, *names: str) -> np.ndarray:
+    """Per edge: its role (a code into :data:`ROLES`) is one of ``names`` (a table lookup)."""
+    of = np.zeros(len(ROLES), dtype=bool)
+    of[[R[r] for r in names]] = True
+    return of[role]
 
 
 def _lags(t: np.ndarray, src: np.ndarray, dst: np.ndarray, role: np.ndarray, own: np.ndarray,
@@ -288,7 +303,7 @@ def _lags(t: np.ndarray, src: np.ndarray, dst: np.ndarray, role: np.ndarray, own
     realized = t[dst] - t[src]
 
     def med(*roles: str) -> int:
-        m = binding & np.isin(role, [R[r] for r in roles])
+        m = binding & _role_in(role, *roles)
         v = realized[m]
         return int(max(np.median(v), 0)) if len(v) else 0
 
@@ -301,7 +316,7 @@ def _lags(t: np.ndarray, src: np.ndarray, dst: np.ndarray, role: np.ndarray, own
         intrinsic[R[k]] = v
     lag = np.where(binding, realized, np.minimum(realized, intrinsic[role]))
     # blocking calls whose wait bounded their end: own time = min(duration, return latency)
-    waited = binding & np.isin(role, (R["sync"], R["blockcopy"], R["queue"], R["handoff_resume"], R["late_resume"])) & (dst % 2 == 1)
+    waited = binding & _role_in(role, "sync", "blockcopy", "queue", "handoff_resume", "late_resume") & (dst % 2 == 1)
     blocking = np.zeros(n, dtype=bool)
     blocking[own[waited]] = True
     ret = np.zeros(n, dtype=np.int64)
@@ -328,12 +343,12 @@ def build_model(G: TraceGraph, infer: bool = True) -> BoundaryModel:
     be = boundary_edges(a)
     src, dst, role = be.src, be.dst, be.role
     # the node whose time each lag is: a parent's own time is the parent's, any other edge's its target's
-    own = np.where(np.isin(role, (R["first"], R["gap"], R["last"])), be.own, dst // 2)
+    own = np.where(_role_in(role, "first", "gap", "last"), be.own, dst // 2)
     owner = be.own.copy()
     graph_edge = np.ones(len(src), dtype=bool)
     inferred_flag = be.inferred.copy()
     is_host, is_act = a.is_host, a.is_activity
-    codes, uniq = pd.factorize(a.name, use_na_sentinel=True)
+    codes, uniq = a.name_codes   # (a missing name has a code of its own: not a string, never matched)
     inferred: dict[str, Any] = {"queue_edges": 0, "handoff_edges": int((role == R["handoff_resume"]).sum()),
                                 "stream_wait_edges": int(((role == R["evwait"]) & be.inferred).sum())}
     if infer:
@@ -351,7 +366,8 @@ def build_model(G: TraceGraph, infer: bool = True) -> BoundaryModel:
         graph_edge = np.concatenate([graph_edge, np.zeros(k, dtype=bool)])
         inferred_flag = np.concatenate([inferred_flag, np.ones(k, dtype=bool)])
         inferred["queue_edges"] = k
-    binding = _pick_binding(t, src, dst, role)
+    # the path's pick over the graph's edges (one per column view), completed with the queue edges
+    binding = _pick_binding(t, src, dst, role, base=(boundary_dag(None, a).cedge, len(be.src)))
     lag, blocking, typical = _lags(t, src, dst, role, own, binding, n)
     t2 = time.perf_counter()
 

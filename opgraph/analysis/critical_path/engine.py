@@ -131,6 +131,26 @@ def pick_critical(t: np.ndarray, src: np.ndarray, dst: np.ndarray, prio: np.ndar
     return cpred, cedge
 
 
+def pick_critical_more(t: np.ndarray, src: np.ndarray, dst: np.ndarray, prio: np.ndarray, cedge: np.ndarray,
+                       n_base: int) -> np.ndarray:
+    """:func:`pick_critical`'s ``cedge`` over all edges, given its ``cedge`` over the first
+    ``n_base`` of them: a target's pick is the last-arriving of its old pick and the edges
+    added into it (ties as :func:`pick_critical` breaks them: the added edges come later)."""
+    out = cedge.copy()
+    new = np.arange(n_base, len(src), dtype=np.int64)
+    if not len(new):
+        return out
+    old = out[dst[new]]
+    cand = np.concatenate([np.unique(old[old >= 0]), new])   # in edge order, as the full sort meets them
+    s, d = src[cand], dst[cand]
+    o = np.lexsort((s, prio[cand], np.minimum(t[s], t[d]), d))
+    last_of = np.ones(len(o), dtype=bool)
+    last_of[:-1] = d[o][1:] != d[o][:-1]
+    pick = cand[o[last_of]]
+    out[dst[pick]] = pick
+    return out
+
+
 def dag_from_edges(a: GraphArrays, t: np.ndarray, be: BoundaryEdges, cat: np.ndarray,
                    live: np.ndarray | None = None, extra: ExtraEdges | None = None) -> BoundaryDAG:
     """A :class:`BoundaryDAG` of boundary edges ``be`` (with categories ``cat``) at times
@@ -165,11 +185,17 @@ def dag_from_edges(a: GraphArrays, t: np.ndarray, be: BoundaryEdges, cat: np.nda
 def boundary_dag(G: TraceGraph | None, arr: GraphArrays | None = None, extra: ExtraEdges | None = None
                  ) -> BoundaryDAG:
     """Build the boundary DAG of ``G`` (or of ``arr``) and pick every boundary's critical
-    predecessor; ``extra`` edges join the model's own edges before the pick."""
+    predecessor; ``extra`` edges join the model's own edges before the pick. Without
+    ``extra``, made once per :class:`GraphArrays` (:meth:`GraphArrays.derived`): treat it
+    as read-only."""
     a = arr if arr is not None else G.arrays
-    be = boundary_edges(a)
-    cat = edge_categories(a, be.role, be.own, be.src, be.parent)
-    return dag_from_edges(a, boundary_times(a), be, cat, extra=extra)
+
+    def make() -> BoundaryDAG:
+        be = boundary_edges(a)
+        cat = edge_categories(a, be.role, be.own, be.src, be.parent)
+        return dag_from_edges(a, boundary_times(a), be, cat, extra=extra)
+    # the graph's own DAG is made once per column view (the path and the what-if pricing share it)
+    return make() if extra is not None else a.derived("critical_path.boundary_dag", make)
 
 
 #: One walked step: (edge index or -1, source boundary or -1, target boundary, t0, t1) (ns).

@@ -64,12 +64,13 @@ class SegmentTable(Sequence[PathSegment]):
     object arrays of str. The window summaries (length, breakdown, confidence, top
     events, the document) are computed on the columns."""
 
-    __slots__ = ("cols", "_objs", "_tops")
+    __slots__ = ("cols", "_objs", "_tops", "_bound_codes")
 
     def __init__(self, cols: dict[str, np.ndarray]):
         self.cols = cols
         self._objs: list[PathSegment] | None = None
         self._tops: dict[tuple[int, int], tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
+        self._bound_codes: tuple[np.ndarray, list[str]] | None = None
 
     def __len__(self) -> int:
         return len(self.cols["start_ns"])
@@ -125,23 +126,31 @@ class SegmentTable(Sequence[PathSegment]):
         d = end - lo
         keep = d > 0
         out = {c: 0 for c in categories}
-        bb = self.cols["bound_by"]
         if keep.any():
-            uniq, inv = np.unique(bb[keep].astype(str), return_inverse=True)
+            codes, uniq = self.bound_codes()
             sums = np.zeros(len(uniq), dtype=np.int64)
-            np.add.at(sums, inv, d[keep])
-            for c, v in zip(uniq.tolist(), sums.tolist()):
-                out[c] += v      # (a category outside ``categories`` is a KeyError, as in a list)
+            np.add.at(sums, codes[keep], d[keep])
+            for c, v in zip(uniq, sums.tolist()):
+                if v:
+                    out[c] += v      # (a category outside ``categories`` is a KeyError, as in a list)
         inferred = int(d[keep & self.cols["inferred"]].sum())
         return out, inferred
 
     def longest_wait(self) -> PathSegment | None:
         """The first of the longest wait segments (:data:`WAIT_CATEGORIES`), or None."""
-        w = np.isin(self.cols["bound_by"], list(WAIT_CATEGORIES))
+        codes, uniq = self.bound_codes()
+        w = np.array([u in WAIT_CATEGORIES for u in uniq] + [False], dtype=bool)[codes]
         if not w.any():
             return None
         idx = np.flatnonzero(w)
         return self[int(idx[int(np.argmax(self.dur[idx]))])]
+
+    def bound_codes(self) -> tuple[np.ndarray, list[str]]:
+        """``bound_by`` as (codes, categories), factorized once per table."""
+        if self._bound_codes is None:
+            codes, uniq = pd.factorize(self.cols["bound_by"])
+            self._bound_codes = (codes, [str(u) for u in uniq.tolist()])
+        return self._bound_codes
 
     def tops(self, n: int, total_ns: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """(host events, device activities) with the most path time inside their own
@@ -165,11 +174,17 @@ class SegmentTable(Sequence[PathSegment]):
             if not sel.any():
                 out.append([])
                 continue
-            g = pd.DataFrame({"k": kinds[sel], "n": names[sel], "d": dur[sel]}).groupby(
-                ["k", "n"], sort=False)["d"].sum()
-            items = sorted(zip(g.index.tolist(), g.to_numpy().tolist()), key=lambda kv: -kv[1])[:n]
-            out.append([{"kind": k, "name": nm, "time_us": v / 1000.0, "pct": 100.0 * v / total}
-                        for (k, nm), v in items])
+            # per (kind, name) in order of first appearance, then by time (stable)
+            kc, ku = pd.factorize(kinds[sel])
+            nc, nu = pd.factorize(names[sel])
+            gc, first = pd.factorize(kc.astype(np.int64) * len(nu) + nc)
+            sums = np.zeros(len(first), dtype=np.int64)
+            np.add.at(sums, gc, dur[sel])
+            top = np.argsort(-sums, kind="stable")[:n]
+            ku_l, nu_l = ku.tolist(), nu.tolist()
+            out.append([{"kind": ku_l[int(first[g]) // len(nu)], "name": nu_l[int(first[g]) % len(nu)],
+                         "time_us": v / 1000.0, "pct": 100.0 * v / total}
+                        for g, v in zip(top.tolist(), sums[top].tolist())])
         return out[0], out[1]
 
     def dicts(self) -> list[dict[str, Any]]:
