@@ -24,6 +24,7 @@ from __future__ import annotations
 import copyreg
 import io
 import pickle
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -82,9 +83,8 @@ class GraphPickler(pickle.Pickler):
     column form (:func:`opgraph.model.payload.graph_to_payload`), any other object the ordinary way."""
 
     def reducer_override(self, obj: Any) -> Any:
-        import networkx as nx
-
-        if type(obj) is nx.DiGraph:
+        nx = sys.modules.get("networkx")   # (a DiGraph exists only once networkx is imported)
+        if nx is not None and type(obj) is nx.DiGraph:
             payload = graph_to_payload(obj)
             if payload is not None:
                 return _rebuild_digraph, (pack_args(payload),)

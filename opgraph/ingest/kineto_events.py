@@ -120,17 +120,21 @@ def events_to_table(src: SourceBytes, events: list | FieldColumns) -> EventTable
     mtia_kinds(kind, cat_codes, list(cat_uniques), name_codes, list(name_uniques), pid, arg_src)
 
     # --- linking keys, read only where a kind can carry them ---
-    dev_rows = np.flatnonzero(np.isin(kind, ["kernel", "memcpy", "memset", "gpu_annotation", "cuda_sync"]))
-    corr_rows = np.flatnonzero(np.isin(kind, ["kernel", "memcpy", "memset", "cuda_sync", "runtime", "other"]))
+    kind_codes, kind_uniques = pd.factorize(kind, use_na_sentinel=False)   # a few kinds: tested once each
+
+    def rows_of(*kinds: str) -> np.ndarray:
+        return np.flatnonzero(np.isin(kind_uniques, kinds)[kind_codes])
+    dev_rows = rows_of("kernel", "memcpy", "memset", "gpu_annotation", "cuda_sync")
+    corr_rows = rows_of("kernel", "memcpy", "memset", "cuda_sync", "runtime", "other")
     x_rows = np.flatnonzero(is_span)
-    op_rows = np.flatnonzero(np.isin(kind, ["cpu_op", "annotation"]))
+    op_rows = rows_of("cpu_op", "annotation")
     bad_keys: dict[str, np.ndarray] = {}   # linking keys present but not integers
     correlation = int_arg(arg_src, corr_rows, n, "correlation", bad_keys)
     external_id = int_arg(arg_src, x_rows, n, "External id", bad_keys)   # or "external id" (event_args.LINK_KEYS)
     rf_id = int_arg(arg_src, op_rows, n, "Record function id", bad_keys)
     device = int_arg(arg_src, dev_rows, n, "device", bad_keys)
     stream = int_arg(arg_src, dev_rows, n, "stream", bad_keys)   # or "stream_id"
-    flow_rows = np.flatnonzero(np.isin(kind, ["flow_start", "flow_end"]))
+    flow_rows = rows_of("flow_start", "flow_end")
     flow_id = np.full(n, NONE_ID, dtype=np.int64)
     if len(flow_rows):
         flow_id[flow_rows] = flow_ids([fid[i] for i in flow_rows.tolist()])
@@ -184,7 +188,7 @@ def events_to_table(src: SourceBytes, events: list | FieldColumns) -> EventTable
 
     data = {
         "eid": np.arange(n, dtype=np.int64),
-        "kind": pd.Categorical(kind, categories=kind_categories()),
+        "kind": _kind_categorical(kind_codes, kind_uniques),
         "cat": pd.Categorical.from_codes(cat_codes, categories=pd.Index(cat_uniques, dtype=object)),
         "ph": pd.Categorical.from_codes(ph_codes, categories=pd.Index(ph_uniques, dtype=object)),
         "name": pd.Categorical.from_codes(name_codes, categories=pd.Index(name_uniques, dtype=object)),
@@ -238,6 +242,14 @@ def events_to_table(src: SourceBytes, events: list | FieldColumns) -> EventTable
                        "complete events with unknown categories kept as 'other' (not graph nodes): "
                        + ", ".join(f"{k} ({v})" for k, v in vc.head(5).items()))
     return table
+
+
+def _kind_categorical(codes: np.ndarray, uniques: np.ndarray) -> pd.Categorical:
+    """``pd.Categorical(kinds, categories=kind_categories())`` of kinds factorized as
+    (``codes``, ``uniques``), made from the codes (a kind outside the categories is missing)."""
+    cats = kind_categories()
+    at = pd.Index(cats).get_indexer(pd.Index(uniques, dtype=object))
+    return pd.Categorical.from_codes(np.append(at, -1)[codes] if len(codes) else codes, categories=cats)
 
 
 def _pair_begin_end(path: str, ts_ns: np.ndarray, dur_ns: np.ndarray, is_b: np.ndarray, is_e: np.ndarray,

@@ -80,6 +80,24 @@ def _spread(vals: np.ndarray, idx: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
+def _same_width_ns(arr: np.ndarray) -> np.ndarray | None:
+    """ns of µs tokens (bytes) that all have one width and exactly three decimals, the
+    common epoch layout (``1712195495519689.047``): the digits without the dot are the ns.
+    None for any other layout (a sign, an exponent, other decimals)."""
+    width = np.strings.str_len(arr)
+    if not len(width) or width.min() != width.max() or int(width[0]) < 5:
+        return None
+    w = int(width[0])
+    b = arr.view(np.uint8).reshape(len(arr), arr.dtype.itemsize)
+    if not (b[:, w - 4] == ord(".")).all():
+        return None
+    digits = np.concatenate([b[:, :w - 4], b[:, w - 3:w]], axis=1)
+    try:   # a sign or an exponent letter among the digits is not a number numpy reads
+        return digits.view(f"S{w - 1}").ravel().astype(np.int64)
+    except ValueError:
+        return None
+
+
 def exact_ts_ns(src: SourceBytes, ts: list, has_ts: np.ndarray, types: set,
                 path: str | None = None) -> tuple[np.ndarray, bool]:
     """Integer ns timestamps, exact. ``ts`` are the decoded values (µs, int or float),
@@ -105,12 +123,14 @@ def exact_ts_ns(src: SourceBytes, ts: list, has_ts: np.ndarray, types: set,
     arr = np.array(toks) if len(toks) == len(idx) else (
         _align_tokens(toks, fvals) if len(toks) > len(idx) else None)
     if arr is not None:
-        if not (np.strings.find(arr, b"e") >= 0).any() and not (np.strings.find(arr, b"E") >= 0).any():
+        ns = _same_width_ns(arr)
+        if ns is None and not (np.strings.find(arr, b"e") >= 0).any() and not (np.strings.find(arr, b"E") >= 0).any():
             ip, _, fp = np.strings.partition(arr, b".")
             ints = ip.astype(np.int64)
             f4 = np.strings.ljust(np.strings.slice(fp, 0, 4), 4, b"0").astype(np.int64)
             frac_ns = (f4 + 5) // 10  # round half up on the 4th decimal
             ns = ints * 1000 + np.where(ints < 0, -frac_ns, frac_ns)
+        if ns is not None:
             # Alignment check: the text must agree with the decoded float to float precision.
             tol = np.abs(fvals) * 1000.0 * 4e-16 + 2.0
             if (np.abs(ns.astype(np.float64) - fvals * 1000.0) <= tol).all():
