@@ -19,6 +19,10 @@ from opgraph.model.table import DEVICE_ACTIVITY_KINDS, HOST_KINDS
 from opgraph.names import annotation_like, names_where
 
 
+#: A coded column: (distinct values, codes), as the saved graph holds it.
+Coded = tuple[np.ndarray, np.ndarray]
+
+
 @dataclass
 class GraphArrays:
     """Nodes of a graph as arrays indexed by position ``0..n-1``.
@@ -48,9 +52,9 @@ class GraphArrays:
     #: for ``handoff`` edges ``first`` / ``wait_from`` (positions, -1: none), ``wait_from_end`` / ``resume_end`` (bool).
     edge_attrs: dict[str, dict[str, np.ndarray]] | None = None
     #: ``kind`` as (distinct kinds, codes) when the columns came coded: :meth:`is_kind` reads it.
-    kind_coded: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False, compare=False)
+    kind_coded: Coded | None = field(default=None, repr=False, compare=False)
     #: ``name`` as (distinct names, codes) when the columns came coded: :attr:`name_codes`.
-    name_coded: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False, compare=False)
+    name_coded: Coded | None = field(default=None, repr=False, compare=False)
     _derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @cached_property
@@ -183,12 +187,9 @@ class GraphArrays:
         return np.full(n, default, dtype=object if isinstance(default, str) or default is None else None)
 
     @classmethod
-    def from_columns(cls, eid: np.ndarray, kind: tuple[np.ndarray, np.ndarray], name: tuple[np.ndarray, np.ndarray],
-                     ts: np.ndarray,
-                     dur: np.ndarray, pid: tuple[np.ndarray, np.ndarray], tid: tuple[np.ndarray, np.ndarray],
-                     device: np.ndarray, stream: np.ndarray, rank: np.ndarray | None, src: np.ndarray,
-                     dst: np.ndarray, edge_kind: tuple[np.ndarray, np.ndarray],
-                     rich: tuple[np.ndarray, list[dict]]) -> "GraphArrays":
+    def from_columns(cls, eid: np.ndarray, kind: Coded, name: Coded, ts: np.ndarray, dur: np.ndarray, pid: Coded,
+                     tid: Coded, device: np.ndarray, stream: np.ndarray, rank: np.ndarray | None, src: np.ndarray,
+                     dst: np.ndarray, edge_kind: Coded, rich: tuple[np.ndarray, list[dict]]) -> "GraphArrays":
         """The arrays of node columns (one entry per node, ``ts``/``dur`` in ns, ``kind``,
         ``name``, ``pid`` and ``tid`` as (distinct values, codes), ``rank`` None for a single-rank
         graph) and edge columns (``src``/``dst`` node keys, ``edge_kind`` as (distinct kinds,
@@ -214,7 +215,7 @@ class GraphArrays:
             seen = sorted((int(m.argmax()), j) for j, m in enumerate(masks) if m.any())
             for _, j in seen:
                 edges[str(e_uniq[j])] = (s_pos[masks[j]], d_pos[masks[j]])
-            per_kind = _edge_attrs(rich, e_codes, [(str(e_uniq[j]), masks[j]) for _, j in seen], eid)
+            per_kind = _edge_attrs(rich, e_codes, [(str(e_uniq[j]), j, masks[j]) for _, j in seen], eid)
         return cls(eid, kind_obj, name[0][name[1]], ts, ts + dur, pid[0][pid[1]], tid[0][tid[1]], device, stream,
                    lane, edges, rank, per_kind, kind_coded=kind, name_coded=name)
 
@@ -253,10 +254,10 @@ def key_positions(eid: np.ndarray, keys: np.ndarray) -> np.ndarray:
     return out
 
 
-def _edge_attrs(rich: tuple[np.ndarray, list[dict]], codes: np.ndarray, kinds: list[tuple[str, np.ndarray]],
+def _edge_attrs(rich: tuple[np.ndarray, list[dict]], codes: np.ndarray, kinds: list[tuple[str, int, np.ndarray]],
                 eid: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
     """Per edge kind, the attribute arrays of :attr:`GraphArrays.edge_attrs` (``kinds``:
-    each kind's name and edge mask, ``codes`` the kind code of every edge)."""
+    each kind's name, code and edge mask; ``codes`` the kind code of every edge)."""
     idx, ds = rich
     if not len(idx):
         return {}
@@ -279,8 +280,7 @@ def _edge_attrs(rich: tuple[np.ndarray, list[dict]], codes: np.ndarray, kinds: l
         sparse["resume_end"] = (np.array([d.get("resume_at") == "end" for d in ds], dtype=bool), False)
     rich_code = codes[idx]
     out: dict[str, dict[str, np.ndarray]] = {}
-    for k, m in kinds:
-        j = codes[int(m.argmax())]
+    for k, j, m in kinds:
         mine = rich_code == j
         at = (np.cumsum(m) - 1)[idx[mine]] if mine.any() else idx[:0]   # index among the kind's edges
         cols: dict[str, np.ndarray] = {}
