@@ -307,8 +307,9 @@ def _lags(t: np.ndarray, src: np.ndarray, dst: np.ndarray, role: np.ndarray, own
         v = realized[m]
         return int(max(np.median(v), 0)) if len(v) else 0
 
+    sync_like = med("sync", "blockcopy")
     typical = {"launch": med("launch"), "stream": med("stream"), "evwait": med("stream", "evwait"),
-               "sync": med("sync", "blockcopy"), "blockcopy": med("sync", "blockcopy"),
+               "sync": sync_like, "blockcopy": sync_like,
                "queue": med("queue"), "handoff_start": med("handoff_start"),
                "handoff_resume": med("handoff_resume")}
     intrinsic = np.zeros(len(ROLES), dtype=np.int64)
@@ -339,7 +340,8 @@ def build_model(G: TraceGraph, infer: bool = True) -> BoundaryModel:
     t1 = time.perf_counter()
     n = a.n
     nb = 2 * n
-    t = boundary_times(a)
+    d = boundary_dag(None, a)   # the path's DAG (one per column view): its times, pick and categories
+    t = d.t
     be = boundary_edges(a)
     src, dst, role = be.src, be.dst, be.role
     # the node whose time each lag is: a parent's own time is the parent's, any other edge's its target's
@@ -366,8 +368,16 @@ def build_model(G: TraceGraph, infer: bool = True) -> BoundaryModel:
         graph_edge = np.concatenate([graph_edge, np.zeros(k, dtype=bool)])
         inferred_flag = np.concatenate([inferred_flag, np.ones(k, dtype=bool)])
         inferred["queue_edges"] = k
-    # the path's pick over the graph's edges (one per column view), completed with the queue edges
-    binding = _pick_binding(t, src, dst, role, base=(boundary_dag(None, a).cedge, len(be.src)))
+    # the path's pick over the graph's edges, completed with the queue edges
+    binding = _pick_binding(t, src, dst, role, base=(d.cedge, len(be.src)))
+    # categories: an edge's depends on its role, its node and its source only; the path's
+    # DAG has them for the graph's edges with an owner, the rest are computed here
+    cat = np.empty(len(src), dtype=np.int8)
+    known = np.zeros(len(src), dtype=bool)
+    known[:len(be.src)] = be.own >= 0
+    cat[known] = d.cat[known[:len(be.src)]]
+    rest = ~known
+    cat[rest] = edge_categories(a, role[rest], np.where(owner[rest] >= 0, owner[rest], own[rest]), src[rest])
     lag, blocking, typical = _lags(t, src, dst, role, own, binding, n)
     t2 = time.perf_counter()
 
@@ -381,16 +391,15 @@ def build_model(G: TraceGraph, infer: bool = True) -> BoundaryModel:
             dropped = int((drop & graph_edge & ~inferred_flag).sum())
             inferred["dropped_inferred_edges"] = int((drop & (~graph_edge | inferred_flag)).sum())
             keep = ~drop
-            src, dst, role, own, owner, graph_edge, inferred_flag = (
-                x[keep] for x in (src, dst, role, own, owner, graph_edge, inferred_flag))
+            src, dst, role, own, owner, graph_edge, inferred_flag, cat = (
+                x[keep] for x in (src, dst, role, own, owner, graph_edge, inferred_flag, cat))
             binding = _pick_binding(t, src, dst, role)
             lag, blocking, typical = _lags(t, src, dst, role, own, binding, n)
     eo = np.argsort(pos[dst], kind="stable")
-    src, dst, role, own, owner, binding, lag, graph_edge, inferred_flag = (
-        x[eo] for x in (src, dst, role, own, owner, binding, lag, graph_edge, inferred_flag))
+    src, dst, role, own, owner, binding, lag, graph_edge, inferred_flag, cat = (
+        x[eo] for x in (src, dst, role, own, owner, binding, lag, graph_edge, inferred_flag, cat))
     has_in = np.zeros(nb, dtype=bool)
     has_in[dst] = True
-    cat = edge_categories(a, role, np.where(owner >= 0, owner, own), src)
     t3 = time.perf_counter()
     return BoundaryModel(a, t, src, dst, role, own, binding, lag.astype(np.int64), has_in, typical,
                          blocking, dropped,
@@ -422,9 +431,10 @@ def simulate(m: BoundaryModel, lag: np.ndarray | None = None, start: np.ndarray 
         start = np.where(m.has_in, NEVER, m.t)
     tt = start.tolist()
     live = lag > NEVER // 2
-    s_l = m.src[live].tolist()
-    d_l = m.dst[live].tolist()
-    l_l = lag[live].tolist()
+    if live.all():   # (the usual replay: no copies of 1.5M-edge arrays)
+        s_l, d_l, l_l = m.src.tolist(), m.dst.tolist(), lag.tolist()
+    else:
+        s_l, d_l, l_l = m.src[live].tolist(), m.dst[live].tolist(), lag[live].tolist()
     for s, d, lg in zip(s_l, d_l, l_l):
         v = tt[s] + lg
         if v > tt[d]:
