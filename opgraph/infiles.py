@@ -1,9 +1,10 @@
 """Opening an input file safely: a regular file (never a FIFO, device or socket, which would
 block or never end) no larger than the input cap (:func:`max_decompressed_bytes`), read
 whole, each refusal one :class:`~opgraph.errors.OpgraphInputError` line naming the file.
-Every reader goes through :func:`read_regular_file`: traces, saved graphs, capture and
-model files (through :mod:`opgraph.ingest.source`) and the user device files
-(:mod:`opgraph.devices`)."""
+Every reader goes through :func:`read_regular_file`: traces, capture and model files
+(through :mod:`opgraph.ingest.source`) and the user device files (:mod:`opgraph.devices`);
+a saved graph is unpickled straight from the file :func:`open_regular_file` opens after
+the same checks (its arrays are read into place, not copied out of the whole file)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import os
 import re
 import stat
 from pathlib import Path
+from typing import BinaryIO
 
 from opgraph.errors import OpgraphInputError
 
@@ -43,11 +45,11 @@ def size_text(n: int) -> str:
     return f"{n} bytes"
 
 
-def read_regular_file(path: str | Path) -> bytes:
-    """The bytes of ``path``, which must be a regular file no larger than the input cap
-    (:func:`max_decompressed_bytes`): a FIFO, device or socket would block or never end,
-    and a file over the cap would exhaust memory. Each refusal is an
-    :class:`OpgraphInputError` naming the file."""
+def open_regular_file(path: str | Path) -> tuple[BinaryIO, int]:
+    """``path`` opened for reading (binary, buffered) and its size in bytes; it must be a
+    regular file no larger than the input cap (:func:`max_decompressed_bytes`): a FIFO,
+    device or socket would block or never end, and a file over the cap would exhaust
+    memory. Each refusal is an :class:`OpgraphInputError` naming the file."""
     p = Path(path)
     try:
         st = os.stat(p)
@@ -60,10 +62,20 @@ def read_regular_file(path: str | Path) -> bytes:
         if st.st_size > cap:
             raise OpgraphInputError(str(p), f"is {size_text(st.st_size)}, over the {size_text(cap)} input cap (set "
                                             f"{MAX_DECOMPRESSED_ENV} to raise it)")
-        return p.read_bytes()
+        return open(p, "rb", buffering=1 << 20), st.st_size
     except FileNotFoundError:
         raise OpgraphInputError(str(p), "no such file") from None
     except IsADirectoryError:
         raise OpgraphInputError(str(p), "is a directory, expected a trace file") from None
     except OSError as e:
         raise OpgraphInputError(str(p), f"cannot read: {e.strerror or e}") from None
+
+
+def read_regular_file(path: str | Path) -> bytes:
+    """The bytes of ``path`` (:func:`open_regular_file`'s checks first)."""
+    fh, _size = open_regular_file(path)
+    try:
+        with fh:
+            return fh.read()
+    except OSError as e:
+        raise OpgraphInputError(str(Path(path)), f"cannot read: {e.strerror or e}") from None

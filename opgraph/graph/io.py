@@ -151,45 +151,52 @@ def load_gpickle(path: str | Path) -> TraceGraph:
     A graph saved in column form is validated as arrays (no networkx dicts are made); a
     ``DiGraph`` pickled the ordinary way must hold what the analyses need
     (:func:`check_graph`) and is taken into columns."""
-    from opgraph.ingest.source import read_regular_file
+    from opgraph.infiles import open_regular_file
 
     p = str(path)
-    data = read_regular_file(path)  # regular files under the input cap only
-    if not data:
-        raise OpgraphInputError(p, "empty file")
-    bio = io.BytesIO(data)
-    with gc_paused():
-        try:
-            G = _ColumnUnpickler(bio, max_bytes=allocation_cap(len(data))).load()
-        except ArrayTooLarge as e:
-            raise OpgraphInputError(p, f"refused: the pickle {e}") from None
-        except pickle.UnpicklingError as e:
-            raise OpgraphInputError(p, f"unsafe or corrupt pickle: {e}") from None
-        except MemoryError:
-            raise OpgraphInputError(p, f"refused: the pickle declares an object too large for memory "
-                                       f"(the file is {len(data):,} bytes)") from None
-        except RecursionError:
-            raise OpgraphInputError(p, "refused: the pickle nests objects too deeply") from None
-        except (EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError, ImportError) as e:
-            raise OpgraphInputError(p, f"corrupt or truncated pickle ({type(e).__name__}: {e})") from None
-    if bio.tell() != len(data):
+    fh, size = open_regular_file(path)  # regular files under the input cap only
+    with fh:
+        src: Any = fh   # the arrays are read from the file into place (no copy of the whole file first)
+        if not size:    # (a file whose size the system does not tell: read it all)
+            data = fh.read()
+            if not data:
+                raise OpgraphInputError(p, "empty file")
+            src, size = io.BytesIO(data), len(data)
+        with gc_paused():
+            try:
+                G = _ColumnUnpickler(src, max_bytes=allocation_cap(size)).load()
+            except ArrayTooLarge as e:
+                raise OpgraphInputError(p, f"refused: the pickle {e}") from None
+            except pickle.UnpicklingError as e:
+                raise OpgraphInputError(p, f"unsafe or corrupt pickle: {e}") from None
+            except MemoryError:
+                raise OpgraphInputError(p, f"refused: the pickle declares an object too large for memory "
+                                           f"(the file is {size:,} bytes)") from None
+            except RecursionError:
+                raise OpgraphInputError(p, "refused: the pickle nests objects too deeply") from None
+            except (EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError, ImportError) as e:
+                raise OpgraphInputError(p, f"corrupt or truncated pickle ({type(e).__name__}: {e})") from None
+            except OSError as e:
+                raise OpgraphInputError(p, f"cannot read: {e.strerror or e}") from None
+        end = src.tell()
+    if end != size:
         # e.g. two writers interleaved, or junk appended: the pickle read so far is not the file
-        raise OpgraphInputError(p, f"corrupt pickle: {len(data) - bio.tell()} bytes after the end of the "
-                                   f"pickle (at byte {bio.tell()} of {len(data)})")
+        raise OpgraphInputError(p, f"corrupt pickle: {size - end} bytes after the end of the "
+                                   f"pickle (at byte {end} of {size})")
     if type(G) is _Columns:
         from opgraph.model.validate_columns import check_columns
 
         try:
-            check_columns(G.payload, p, len(data))
+            check_columns(G.payload, p, size)
         except (ValueError, TypeError, AttributeError, IndexError, KeyError, OverflowError) as e:
             raise OpgraphInputError(p, f"corrupt graph columns ({type(e).__name__}: {e})") from None
-        return TraceGraph(G.payload, args_source=(p, len(data)))
+        return TraceGraph(G.payload, args_source=(p, size))
     import networkx as nx
 
     if type(G) is not nx.DiGraph:
         raise OpgraphInputError(p, f"pickle holds a {type(G).__name__}, not a networkx DiGraph")
     check_structure(G, p)
-    check_graph(G, p, len(data))
+    check_graph(G, p, size)
     return columns_of(G, p)
 
 
