@@ -282,7 +282,9 @@ def _edge_attrs(rich: tuple[np.ndarray, list[dict]], codes: np.ndarray, kinds: l
     out: dict[str, dict[str, np.ndarray]] = {}
     for k, j, m in kinds:
         mine = rich_code == j
-        at = (np.cumsum(m) - 1)[idx[mine]] if mine.any() else idx[:0]   # index among the kind's edges
+        if not mine.any():   # a kind without attributes reads its defaults (:meth:`GraphArrays.edge_attr`)
+            continue
+        at = (np.cumsum(m) - 1)[idx[mine]]   # each rich edge's index among its kind's edges
         cols: dict[str, np.ndarray] = {}
         for nm, (vals, default) in sparse.items():
             col = np.full(int(m.sum()), default, dtype=vals.dtype)

@@ -62,6 +62,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pandas as pd
 
 from opgraph.model.arrays import GraphArrays
 from opgraph.model.trace_graph import TraceGraph
@@ -212,10 +213,12 @@ def _queue_edges(a: GraphArrays) -> tuple[np.ndarray, np.ndarray, np.ndarray, di
     o = np.lexsort((a.end[ld], inv))
     c_lastpos[inv[o]] = ld[o]  # the activity ending last (lexsort: last write wins)
     dur = a.end[calls] - a.ts[calls]
-    names = a.name[calls].astype(str)
-    uniq, ninv = np.unique(names, return_inverse=True)
-    med = np.zeros(len(uniq))
-    for j in range(len(uniq)):
+    # per call, the median duration of its API (calls grouped by their name as text)
+    nc, nu = pd.factorize(a.name[calls], use_na_sentinel=False)
+    text_code, _ = pd.factorize(np.array([str(u) for u in nu.tolist()], dtype=object))
+    ninv = text_code[nc]
+    med = np.zeros(int(ninv.max()) + 1 if len(ninv) else 0)
+    for j in range(len(med)):
         med[j] = np.median(dur[ninv == j])
     long_ = (dur > QUEUE_MIN_NS) & (dur > 10 * med[ninv])
     launch_ts = a.ts.copy()
