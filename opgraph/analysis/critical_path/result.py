@@ -80,9 +80,11 @@ class SegmentTable(Sequence[PathSegment]):
         None for no event."""
         out = []
         for f in SEGMENT_COLUMNS:
-            v = self.cols[f][rows].tolist()
+            col = self.cols[f][rows]
+            v = col.tolist()
             if f in ("eid", "from_eid", "to_eid"):
-                v = [None if x < 0 else x for x in v]
+                for i in np.flatnonzero(col < 0).tolist():   # (few: stretches between events)
+                    v[i] = None
             out.append(v)
         return out
 
