@@ -119,10 +119,10 @@ def build_payload(table: EventTable, step: Step = _noop) -> dict[str, Any]:
     stream = ev["stream"].to_numpy()
     names = ev["name"].to_numpy(dtype=object)
 
-    is_host = is_node & np.isin(kind, HOST_KINDS)
-    is_dev = is_node & np.isin(kind, DEVICE_KINDS)
-    is_act = is_node & np.isin(kind, DEVICE_ACTIVITY_KINDS)
-    is_rt = is_node & (kind == "runtime")
+    is_host = is_node & c.kind_in(*HOST_KINDS)
+    is_dev = is_node & c.kind_in(*DEVICE_KINDS)
+    is_act = is_node & c.kind_in(*DEVICE_ACTIVITY_KINDS)
+    is_rt = is_node & c.kind_in("runtime")
     step("nesting")
 
     edges: dict[str, list[Edges]] = {k: [] for k in EDGE_KINDS}

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from opgraph.analysis.roofline.objects import isin_obj
 from opgraph.graph.build import link_flows
 from opgraph.graph.event_columns import EventColumns
 from opgraph.graph.linking import Edges, link_launches
@@ -45,12 +44,12 @@ def nest_and_launch_links(ev: pd.DataFrame) -> TableLinks:
     c = EventColumns.of(ev)   # the builder's own node mask and lanes
     kind, ts, end, eid, corr = c.kind, c.ts, c.end, c.eid, c.corr
     pid_codes, lane, is_node = c.pid_codes, c.lane, c.is_node
-    h = np.flatnonzero(is_node & isin_obj(kind, HOST_KINDS))
+    h = np.flatnonzero(is_node & c.kind_in(*HOST_KINDS))
     nr = nest_sweep(lane[h], ts[h], end[h])
     hp = nr.parent >= 0
     nest = Edges(eid[h][nr.parent[hp]], eid[h][hp])
-    rt = np.flatnonzero(is_node & (kind == "runtime"))
-    act = np.flatnonzero(is_node & isin_obj(kind, DEVICE_ACTIVITY_KINDS))
+    rt = np.flatnonzero(is_node & c.kind_in("runtime"))
+    act = np.flatnonzero(is_node & c.kind_in(*DEVICE_ACTIVITY_KINDS))
     launch, unlinked, _n, _x = link_launches(eid[rt], corr[rt], pid_codes[rt], ts[rt], eid[act], corr[act],
                                              ts[act])
     if len(unlinked) or (corr[act] < 0).any():  # else every activity is linked: flows add nothing
