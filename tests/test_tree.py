@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 
-from opgraph.model.tree import climb_to_first, mark_ancestors, tree_depths, within
+from opgraph.model.tree import climb_to_first, climb_to_last, mark_ancestors, tree_depths, within
 from opgraph.model.table import HOST_KINDS
 from conftest import KINETO_DIR, ROOT, load_graph, requires_traces
 
@@ -67,6 +67,10 @@ def test_walks_on_a_known_forest() -> None:
     assert tree_depths(parent).tolist() == [0, 1, 2, 2, 1, 0, 1]
     hit = np.array([True, False, False, False, False, False, True])
     assert climb_to_first(np.array([3, 4, 6, 5, -1]), parent, hit).tolist() == [0, 0, 6, -1, -1]
+    # the outermost hit of itself and its ancestors: 1 is below 0, both hit
+    hit2 = np.array([True, True, False, False, False, False, True])
+    assert climb_to_first(np.array([3, 1, 6]), parent, hit2).tolist() == [1, 1, 6]
+    assert climb_to_last(np.array([3, 1, 6, 5, -1]), parent, hit2).tolist() == [0, 0, 6, -1, -1]
     assert np.flatnonzero(mark_ancestors(np.array([2, 6]), parent, 7)).tolist() == [0, 1, 5]
     mark = np.array([False, True, False, False, False, False, False])
     assert np.flatnonzero(within(parent, mark)).tolist() == [1, 2, 3]

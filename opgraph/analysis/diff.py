@@ -16,6 +16,7 @@ import pandas as pd
 
 from opgraph.exact_json import exact_default
 from opgraph.model.trace_graph import TraceGraph
+from opgraph.model.tree import tree_depths
 from opgraph.names import HEX_RE, NAME_LEVELS, normalize_kernel_name
 from opgraph.analysis.roofline import RooflineResult, TraceColumns, isin_obj, roofline
 from opgraph.analysis.roofline.columns import columns_of
@@ -37,16 +38,7 @@ def call_paths(c: TraceColumns) -> np.ndarray:
     ``0x?`` so that ``ProfilerStep#5`` and ``ProfilerStep#9`` match)."""
     n = c.n
     is_named = isin_obj(c.kind, ("cpu_op", "annotation"))
-    # depth of every node (number of host ancestors)
-    depth = np.zeros(n, dtype=np.int64)
-    cur = c.parent.copy()
-    idx = np.flatnonzero(cur >= 0)
-    cur = cur[idx]
-    while len(idx):
-        depth[idx] += 1
-        cur = c.parent[cur]
-        ok = cur >= 0
-        idx, cur = idx[ok], cur[ok]
+    depth = tree_depths(c.parent)   # number of host ancestors of every node
     ids: dict[tuple[int, str], int] = {}
     strings = [""]
     own = np.zeros(n, dtype=np.int64)   # path id including the node itself (if named)

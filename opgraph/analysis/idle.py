@@ -40,6 +40,7 @@ import pandas as pd
 
 from opgraph.intervals import innermost_segments, union_gaps
 from opgraph.model.arrays import GraphArrays
+from opgraph.model.tree import climb_to_last
 from opgraph.model.trace_graph import TraceGraph
 from opgraph.analysis.display import TableResult
 from opgraph.graph.linking import DEVICE_SYNC_RE, EVENT_SYNC_RE, STREAM_SYNC_RE
@@ -201,18 +202,9 @@ def _top_ancestor(a: GraphArrays) -> np.ndarray:
     """Position of each host node's top-level op: its outermost ``cpu_op`` ancestor (itself
     included; a ``record_function`` label recorded as an op is not one), or the node itself
     when no op contains it (e.g. a runtime call made directly under an annotation)."""
-    parent = a.host_parent
-    is_op = (a.kind == "cpu_op") & ~a.annotation_like
+    is_op = a.is_kind("cpu_op") & ~a.annotation_like
     idx = np.arange(a.n, dtype=np.int64)
-    best = np.where(is_op, idx, -1)
-    cur = parent.copy()
-    for _ in range(1024):
-        live = np.flatnonzero(cur >= 0)
-        if not len(live):
-            break
-        c = cur[live]
-        best[live] = np.where(is_op[c], c, best[live])
-        cur[live] = parent[c]
+    best = climb_to_last(idx, a.host_parent, is_op)
     return np.where(best >= 0, best, idx)
 
 

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from opgraph.model.trace_graph import TraceGraph
+from opgraph.model.tree import climb_to_last
 from opgraph.analysis.display import TableResult, json_records
 
 #: Lower edges (µs) of the kernel-duration histogram; the last bin is open.
@@ -138,17 +139,8 @@ def launch_stats(G: TraceGraph, call_cutoff_us: float = 50.0, latency_cutoff_us:
     queued = np.clip(np.minimum(start, prev_end[ld]) - call_end, 0, None)
     queued = np.minimum(queued, delay)
     # the outermost CPU op around each call (nest parents)
-    parent = a.parent
-    top = ls.copy()
-    cur = ls.copy()
-    for _ in range(64):
-        p = parent[cur]
-        ok = p >= 0
-        if not ok.any():
-            break
-        isop = ok & (a.kind[np.maximum(p, 0)] == "cpu_op")
-        top = np.where(isop, p, top)
-        cur = np.where(ok, p, cur)
+    top = climb_to_last(ls, a.parent, a.is_kind("cpu_op"))
+    top = np.where(top >= 0, top, ls)
     op = np.where(a.kind[top] == "cpu_op", a.name[top], None)
     df = pd.DataFrame({"eid": a.eid[ld], "kind": a.kind[ld], "name": a.name[ld], "device": a.device[ld],
                        "stream": a.stream[ld], "call": a.name[ls], "op": op,

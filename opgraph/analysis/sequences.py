@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from opgraph.model.trace_graph import TraceGraph
+from opgraph.model.tree import climb_to_last
 from opgraph.analysis.op_hierarchy import outermost_ops
 from opgraph.names import kernel_label as _kernel_label
 from opgraph.analysis.display import TableResult, json_records
@@ -151,19 +152,11 @@ def kernel_sequences(G: TraceGraph, op: str | None = None, min_length: int = 3, 
         # the ops on the launching call's nesting path that match: the outermost one cuts the sequence
         rt = f.launcher[k]
         parent = f.parent
-        inst = np.full(len(k), -1, dtype=np.int64)
         cur = np.where(rt >= 0, parent[np.maximum(rt, 0)], -1)
         codes_n, uniq_n = pd.factorize(pd.Series(f.name, dtype=object))
         hit_u = np.array([bool(rx.search(str(u))) for u in uniq_n], dtype=bool)
         hit = hit_u[codes_n] if len(f) else np.zeros(0, bool)
-        live = cur >= 0
-        while live.any():
-            c = cur[live]
-            m = hit[c]
-            idx = np.flatnonzero(live)
-            inst[idx[m]] = c[m]  # keep climbing: the outermost matching op wins
-            cur[idx] = parent[c]
-            live = cur >= 0
+        inst = climb_to_last(cur, parent, hit)   # the outermost matching op wins
         keep = inst >= 0
         k, seg_key, inst = k[keep], seg_key[keep], inst[keep]
         if whole_calls:

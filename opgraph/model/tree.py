@@ -1,6 +1,6 @@
 """Walks over a nesting forest given as a ``parent`` array (positions, -1 at roots; a
 graph's is :attr:`GraphArrays.parent <opgraph.model.arrays.GraphArrays.parent>`, stored
-once): climbing to the first marked ancestor, marking ancestors, depths, and the events
+once): climbing to the first or last marked ancestor, marking ancestors, depths, and the events
 that lie inside a range of interest. Vectorised one tree level at a time (depths: by
 pointer jumping). Positions only, no units (docs/model.md, "Nesting")."""
 
@@ -23,6 +23,21 @@ def climb_to_first(start: np.ndarray, parent: np.ndarray, hit: np.ndarray) -> np
         h = hit[cur]
         res[idx[h]] = cur[h]
         idx, cur = idx[~h], parent[cur[~h]]
+        ok = cur >= 0
+        idx, cur = idx[ok], cur[ok]
+    return res
+
+
+def climb_to_last(start: np.ndarray, parent: np.ndarray, hit: np.ndarray) -> np.ndarray:
+    """For each start position (-1 = none): the last (outermost) of itself and its
+    ancestors where ``hit`` is true, else -1."""
+    res = np.full(len(start), -1, dtype=np.int64)
+    idx = np.flatnonzero(start >= 0)
+    cur = start[idx]
+    while len(idx):
+        h = hit[cur]
+        res[idx[h]] = cur[h]
+        cur = parent[cur]
         ok = cur >= 0
         idx, cur = idx[ok], cur[ok]
     return res
@@ -71,4 +86,4 @@ def within(parent: np.ndarray, mark: np.ndarray) -> np.ndarray:
     return out
 
 
-__all__ = ["MAX_DEPTH", "climb_to_first", "mark_ancestors", "tree_depths", "within"]
+__all__ = ["MAX_DEPTH", "climb_to_first", "climb_to_last", "mark_ancestors", "tree_depths", "within"]
