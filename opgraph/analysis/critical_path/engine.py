@@ -114,16 +114,23 @@ def boundary_times(a: GraphArrays) -> np.ndarray:
     return t
 
 
+def _last_arriving(t: np.ndarray, src: np.ndarray, dst: np.ndarray, prio: np.ndarray, edges: np.ndarray
+                   ) -> np.ndarray:
+    """Among ``edges`` (indices, in edge order), the last-arriving one into each of their
+    targets: latest arrival, then highest priority, then highest source boundary, then the
+    later edge (a stable sort), so the pick never depends on how ties were listed."""
+    s, d = src[edges], dst[edges]
+    o = np.lexsort((s, prio[edges], np.minimum(t[s], t[d]), d))
+    last_of = np.ones(len(o), dtype=bool)
+    last_of[:-1] = d[o][1:] != d[o][:-1]
+    return edges[o[last_of]]
+
+
 def pick_critical(t: np.ndarray, src: np.ndarray, dst: np.ndarray, prio: np.ndarray, nb: int
                   ) -> tuple[np.ndarray, np.ndarray]:
     """The last-arriving edge into every boundary (module docstring): ``(cpred, cedge)``
     arrays of length ``nb`` (-1 where a boundary has no incoming edge)."""
-    arrive = np.minimum(t[src], t[dst])
-    # the source boundary breaks the remaining ties, so the pick never depends on edge order
-    o = np.lexsort((src, prio, arrive, dst))
-    last_of = np.ones(len(o), dtype=bool)
-    last_of[:-1] = dst[o][1:] != dst[o][:-1]
-    pick = o[last_of]
+    pick = _last_arriving(t, src, dst, prio, np.arange(len(src), dtype=np.int64))
     cpred = np.full(nb, -1, dtype=np.int64)
     cedge = np.full(nb, -1, dtype=np.int64)
     cpred[dst[pick]] = src[pick]
@@ -141,12 +148,7 @@ def pick_critical_more(t: np.ndarray, src: np.ndarray, dst: np.ndarray, prio: np
     if not len(new):
         return out
     old = out[dst[new]]
-    cand = np.concatenate([np.unique(old[old >= 0]), new])   # in edge order, as the full sort meets them
-    s, d = src[cand], dst[cand]
-    o = np.lexsort((s, prio[cand], np.minimum(t[s], t[d]), d))
-    last_of = np.ones(len(o), dtype=bool)
-    last_of[:-1] = d[o][1:] != d[o][:-1]
-    pick = cand[o[last_of]]
+    pick = _last_arriving(t, src, dst, prio, np.concatenate([np.unique(old[old >= 0]), new]))
     out[dst[pick]] = pick
     return out
 
