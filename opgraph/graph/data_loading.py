@@ -23,5 +23,5 @@ def data_loading_owners(a: GraphArrays, parent: np.ndarray | None = None) -> np.
         return dl
     par = a.host_parent if parent is None else parent
     inside = within(par, dl)
-    waiting = a.annotation_like | (a.kind == "python") | a.names_match(BLOCKING_WAIT_RE)
+    waiting = a.annotation_like | a.is_kind("python") | a.names_match(BLOCKING_WAIT_RE)
     return host & inside & (dl | waiting)

@@ -14,9 +14,10 @@ from typing import Any
 
 #: Each public name and the module defining it.
 _HOMES = {
-    "discover": "identity", "rank_from_filename": "identity", "JobBuild": "job", "build_job": "job",
-    "load_job": "job", "merge_results": "job", "is_job": "rank_view", "rank_subgraph": "rank_view",
-    "align_clocks": "match", "match_collectives": "match", "RankResult": "worker", "rank_result": "worker",
+    "discover": ".identity", "rank_from_filename": ".identity", "JobBuild": ".job", "build_job": ".job",
+    "load_job": ".job", "merge_results": ".job", "is_job": ".rank_view", "rank_subgraph": ".rank_view",
+    "align_clocks": ".match", "match_collectives": ".match", "RankResult": ".worker", "rank_result": ".worker",
+    "normalise_collective": "opgraph.names",
 }
 __all__ = ["RankResult", "JobBuild", "align_clocks", "build_job", "discover", "is_job", "load_job",
            "match_collectives", "merge_results", "normalise_collective", "rank_from_filename",
@@ -24,9 +25,6 @@ __all__ = ["RankResult", "JobBuild", "align_clocks", "build_job", "discover", "i
 
 
 def __getattr__(name: str) -> Any:
-    if name == "normalise_collective":
-        from opgraph.names import normalise_collective
-        return normalise_collective
     if name in _HOMES:
-        return getattr(importlib.import_module(f"opgraph.multirank.{_HOMES[name]}"), name)
+        return getattr(importlib.import_module(_HOMES[name], __name__), name)
     raise AttributeError(f"module 'opgraph.multirank' has no attribute {name!r}")
