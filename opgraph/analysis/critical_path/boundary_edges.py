@@ -93,24 +93,17 @@ class BoundaryEdges:
         return len(self.src)
 
 
-def _names_match(names: np.ndarray, rx: re.Pattern[str]) -> np.ndarray:
-    """``rx.search`` over ``names``, run once per distinct name."""
-    if not len(names):
-        return np.zeros(0, dtype=bool)
-    uniq, inv = np.unique(np.array([x if isinstance(x, str) else "" for x in names.tolist()], dtype=object),
-                          return_inverse=True)
-    hit = np.fromiter((bool(rx.search(u)) for u in uniq.tolist()), dtype=bool, count=len(uniq))
-    return hit[inv]
-
-
 def blocking_waits(a: GraphArrays) -> np.ndarray:
     """Per node: a host call that blocks its thread by name: Python waits, lock acquires,
     ``run_backward``, ... (:data:`opgraph.graph.threads.BLOCKING_WAIT_RE`) and the runtime's
     synchronize calls. When no dependency explains its end, its span is ``untraced``."""
-    out = a.is_host & a.names_match(BLOCKING_WAIT_RE)
-    for rx in (DEVICE_SYNC_RE, STREAM_SYNC_RE, EVENT_SYNC_RE):
-        out |= (a.kind == "runtime") & a.names_match(rx)
-    return out
+    def make() -> np.ndarray:
+        syncing = a.names_where(lambda u: DEVICE_SYNC_RE.search(u) or STREAM_SYNC_RE.search(u)
+                                or EVENT_SYNC_RE.search(u))
+        out = (a.is_host & a.names_match(BLOCKING_WAIT_RE)) | (a.is_kind("runtime") & syncing)
+        out.flags.writeable = False
+        return out
+    return a.derived("critical_path.blocking_waits", make)   # once per column view (read-only)
 
 
 def boundary_edges(a: GraphArrays) -> BoundaryEdges:
@@ -164,7 +157,7 @@ def _boundary_edges(a: GraphArrays) -> BoundaryEdges:
     add(2 * ss + 1, 2 * sd, R["stream"], -1)
     ls, ld = a.out_edges("launch")
     add(2 * ls, 2 * ld, R["launch"], ls)
-    blocking = _names_match(a.name[ls], BLOCKING_COPY_RE) | pageable_dtoh(a.name[ld])
+    blocking = a.names_match(BLOCKING_COPY_RE)[ls] | pageable_dtoh(a.name_codes)[ld]   # once per distinct name
     add(2 * ld[blocking] + 1, 2 * ls[blocking] + 1, R["blockcopy"], ls[blocking])
     # a synchronous launch (graph/syncs.py) waited for its own activity: E(act) -> E(call), inferred
     sl = (a.edge_attr("launch", "evidence", None) == "synchronous_launch") & ~blocking
@@ -220,8 +213,8 @@ def edge_categories(a: GraphArrays, role: np.ndarray, own: np.ndarray, src: np.n
     rc = np.array([CAT[ROLE_CATEGORY[r]] for r in ROLES], dtype=np.int8)
     cat = rc[role]
     act_cat = np.full(a.n, CAT["gpu_compute"], dtype=np.int8)
-    act_cat[np.isin(a.kind, ("memcpy", "memset"))] = CAT["gpu_memory"]
-    act_cat[(a.kind == "kernel") & a.names_match(re.compile(COMM_KERNEL_PATTERN))] = CAT["gpu_comm"]
+    act_cat[a.is_kind("memcpy", "memset")] = CAT["gpu_memory"]
+    act_cat[a.is_kind("kernel") & a.names_match(re.compile(COMM_KERNEL_PATTERN))] = CAT["gpu_comm"]
     m = role == R["act"]
     cat[m] = act_cat[own[m]]
     lf = np.flatnonzero(role == R["leaf"])
