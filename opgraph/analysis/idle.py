@@ -354,7 +354,7 @@ def _launch_unknown(a: GraphArrays, un: _Launchers, dev: int, g0: np.ndarray, g1
         seg_cache[ln] = _thread_segments(a, host[a.lane[host] == ln])
     s, e, o = seg_cache[ln]
     oc = np.maximum(o, 0)
-    not_busy = (o < 0) | (a.kind[oc] == "annotation") | is_sync[oc]
+    not_busy = (o < 0) | a.is_kind("annotation")[oc] | is_sync[oc]
     idle_seen = np.concatenate([[0], np.cumsum(not_busy)])
     i = np.searchsorted(e, g0, side="right")          # the first segment ending after g0
     j = np.searchsorted(s, g1, side="left")           # past the last segment starting before g1

@@ -460,7 +460,7 @@ def predicted_arrays(m: BoundaryModel, tb: np.ndarray) -> GraphArrays:
     s[never_s] = np.where(never_e[never_s], a.ts[never_s], e[never_s])
     e[never_e] = np.maximum(s[never_e], np.where(never_s[never_e], a.end[never_e], s[never_e]))
     e = np.maximum(e, s)
-    ga = np.flatnonzero(a.kind == "gpu_annotation")
+    ga = np.flatnonzero(a.is_kind("gpu_annotation"))
     if len(ga):
         pd_ = np.flatnonzero(a.is_activity & (a.parent >= 0))
         pd_ = pd_[a.kind[a.parent[pd_]] == "gpu_annotation"]

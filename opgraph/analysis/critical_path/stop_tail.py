@@ -25,7 +25,7 @@ def silent_from(a: GraphArrays) -> dict[int, int]:
     """Per rank: when the trace fell silent (ns): the last end of a device activity, an op
     or a runtime call that is not a blocking wait. Annotations and Python frames are left
     out: the profiler closes them at its stop."""
-    real = (a.is_activity | (a.kind == "runtime") | (a.kind == "cpu_op")) & ~a.annotation_like
+    real = (a.is_activity | a.is_kind("runtime", "cpu_op")) & ~a.annotation_like
     real &= ~a.names_match(BLOCKING_WAIT_RE)
     out: dict[int, int] = {}
     idx = np.flatnonzero(real)
