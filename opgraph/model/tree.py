@@ -16,27 +16,24 @@ MAX_DEPTH = 4096
 def climb_to_first(start: np.ndarray, parent: np.ndarray, hit: np.ndarray) -> np.ndarray:
     """For each start position (-1 = none): the first of itself and its ancestors where
     ``hit`` is true, else -1."""
-    res = np.full(len(start), -1, dtype=np.int64)
-    idx = np.flatnonzero(start >= 0)
-    cur = start[idx]
-    while len(idx):
-        h = hit[cur]
-        res[idx[h]] = cur[h]
-        idx, cur = idx[~h], parent[cur[~h]]
-        ok = cur >= 0
-        idx, cur = idx[ok], cur[ok]
-    return res
+    return _climb(start, parent, hit, outermost=False)
 
 
 def climb_to_last(start: np.ndarray, parent: np.ndarray, hit: np.ndarray) -> np.ndarray:
     """For each start position (-1 = none): the last (outermost) of itself and its
     ancestors where ``hit`` is true, else -1."""
+    return _climb(start, parent, hit, outermost=True)
+
+
+def _climb(start: np.ndarray, parent: np.ndarray, hit: np.ndarray, outermost: bool) -> np.ndarray:
     res = np.full(len(start), -1, dtype=np.int64)
     idx = np.flatnonzero(start >= 0)
     cur = start[idx]
     while len(idx):
         h = hit[cur]
         res[idx[h]] = cur[h]
+        if not outermost:   # found: stop climbing
+            idx, cur = idx[~h], cur[~h]
         cur = parent[cur]
         ok = cur >= 0
         idx, cur = idx[ok], cur[ok]
